@@ -1,0 +1,105 @@
+"""trio_agent: a Trio-native runtime for LLM agents.
+
+The stateful :class:`Agent`, the data model (messages, events, tools), transcript helpers,
+tool-argument validation and the stream-function contract. The low-level loop lives in
+:mod:`trio_agent.loop`, providers in :mod:`trio_agent.models`, JSON in
+:mod:`trio_agent.serialization` and test helpers in :mod:`trio_agent.testing` (not
+imported here).
+"""
+
+from __future__ import annotations
+
+# --- messages -------------------------------------------------------------------------
+from ._messages import AgentMessage as AgentMessage
+from ._messages import AssistantContent as AssistantContent
+from ._messages import AssistantMessage as AssistantMessage
+from ._messages import Cost as Cost
+from ._messages import CustomAgentMessage as CustomAgentMessage
+from ._messages import ImageContent as ImageContent
+from ._messages import Message as Message
+from ._messages import Model as Model
+from ._messages import ModelCost as ModelCost
+from ._messages import QueueMode as QueueMode
+from ._messages import StopReason as StopReason
+from ._messages import SystemMessage as SystemMessage
+from ._messages import TextContent as TextContent
+from ._messages import ThinkingContent as ThinkingContent
+from ._messages import ThinkingLevel as ThinkingLevel
+from ._messages import ToolCall as ToolCall
+from ._messages import ToolDeclaration as ToolDeclaration
+from ._messages import ToolExecutionMode as ToolExecutionMode
+from ._messages import ToolReference as ToolReference
+from ._messages import ToolResultContent as ToolResultContent
+from ._messages import ToolResultMessage as ToolResultMessage
+from ._messages import Usage as Usage
+from ._messages import UserContent as UserContent
+from ._messages import UserMessage as UserMessage
+from ._messages import register_message_type as register_message_type
+
+# --- events ---------------------------------------------------------------------------
+from ._events import AgentEndEvent as AgentEndEvent
+from ._events import AgentEvent as AgentEvent
+from ._events import AgentStartEvent as AgentStartEvent
+from ._events import AssistantMessageEvent as AssistantMessageEvent
+from ._events import DoneEvent as DoneEvent
+from ._events import ErrorEvent as ErrorEvent
+from ._events import MessageEndEvent as MessageEndEvent
+from ._events import MessageStartEvent as MessageStartEvent
+from ._events import MessageUpdateEvent as MessageUpdateEvent
+from ._events import StartEvent as StartEvent
+from ._events import TextDeltaEvent as TextDeltaEvent
+from ._events import TextEndEvent as TextEndEvent
+from ._events import TextStartEvent as TextStartEvent
+from ._events import ThinkingDeltaEvent as ThinkingDeltaEvent
+from ._events import ThinkingEndEvent as ThinkingEndEvent
+from ._events import ThinkingStartEvent as ThinkingStartEvent
+from ._events import ToolCallDeltaEvent as ToolCallDeltaEvent
+from ._events import ToolCallEndEvent as ToolCallEndEvent
+from ._events import ToolCallStartEvent as ToolCallStartEvent
+from ._events import ToolExecutionEndEvent as ToolExecutionEndEvent
+from ._events import ToolExecutionStartEvent as ToolExecutionStartEvent
+from ._events import ToolExecutionUpdateEvent as ToolExecutionUpdateEvent
+from ._events import TurnEndEvent as TurnEndEvent
+from ._events import TurnStartEvent as TurnStartEvent
+
+# --- abort, streaming, tools, hooks, exceptions -----------------------------------------
+from ._abort import AbortController as AbortController
+from ._abort import AbortSignal as AbortSignal
+from ._streaming import LlmContext as LlmContext
+from ._streaming import ProviderResponse as ProviderResponse
+from ._streaming import StreamFn as StreamFn
+from ._streaming import StreamOptions as StreamOptions
+from ._streaming import Transport as Transport
+from ._streaming import get_default_stream_fn as get_default_stream_fn
+from ._streaming import set_default_stream_fn as set_default_stream_fn
+from ._tools import AgentTool as AgentTool
+from ._tools import AgentToolResult as AgentToolResult
+from ._tools import AgentToolUpdateCallback as AgentToolUpdateCallback
+from ._hooks import AfterToolCallContext as AfterToolCallContext
+from ._hooks import AfterToolCallResult as AfterToolCallResult
+from ._hooks import AgentContext as AgentContext
+from ._hooks import AgentLoopTurnUpdate as AgentLoopTurnUpdate
+from ._hooks import AgentRequestUpdate as AgentRequestUpdate
+from ._hooks import AgentTurnContext as AgentTurnContext
+from ._hooks import AgentTurnDecision as AgentTurnDecision
+from ._hooks import BeforeToolCallContext as BeforeToolCallContext
+from ._hooks import BeforeToolCallResult as BeforeToolCallResult
+from ._hooks import PrepareNextTurnContext as PrepareNextTurnContext
+from ._hooks import PrepareRequestContext as PrepareRequestContext
+from ._exceptions import AgentBusyError as AgentBusyError
+from ._exceptions import AgentError as AgentError
+from ._exceptions import NothingToContinueError as NothingToContinueError
+from ._exceptions import SerializationError as SerializationError
+from ._exceptions import ToolArgumentsError as ToolArgumentsError
+
+# --- transcript helpers (_transcript.py) -------------------------------------------------
+# --- validation (_validation.py) -------------------------------------------------------
+# --- tool decorator (_tool_decorator.py) -----------------------------------------------
+# --- agent (_agent.py) -----------------------------------------------------------------
+
+from ._util import fixup_module_metadata as _fixup_module_metadata
+
+__version__ = "0.1.0"
+
+_fixup_module_metadata(__name__, globals())
+del _fixup_module_metadata

@@ -1,0 +1,287 @@
+"""Events: the assistant stream events a stream function yields, and the agent events the
+loop emits.
+
+Both families are frozen attrs classes discriminated by a ``type`` literal whose value is
+the upstream wire string (``"text_delta"``, ``"message_update"``, ...). Every ``partial``
+or ``message`` carried by an event is a snapshot: it never changes after the event is
+emitted.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypeAlias
+
+import attrs
+
+from ._messages import AgentMessage, AssistantMessage, ToolCall, ToolResultMessage
+from ._tools import AgentToolResult
+
+__all__ = [
+    "AgentEndEvent",
+    "AgentEvent",
+    "AgentStartEvent",
+    "AssistantMessageEvent",
+    "DoneEvent",
+    "ErrorEvent",
+    "MessageEndEvent",
+    "MessageStartEvent",
+    "MessageUpdateEvent",
+    "StartEvent",
+    "TextDeltaEvent",
+    "TextEndEvent",
+    "TextStartEvent",
+    "ThinkingDeltaEvent",
+    "ThinkingEndEvent",
+    "ThinkingStartEvent",
+    "ToolCallDeltaEvent",
+    "ToolCallEndEvent",
+    "ToolCallStartEvent",
+    "ToolExecutionEndEvent",
+    "ToolExecutionStartEvent",
+    "ToolExecutionUpdateEvent",
+    "TurnEndEvent",
+    "TurnStartEvent",
+]
+
+# ---------------------------------------------------------------------------------------
+# Assistant stream events (what a StreamFn yields)
+
+
+@attrs.frozen(kw_only=True)
+class StartEvent:
+    """First event of a successful stream."""
+
+    partial: AssistantMessage
+    type: Literal["start"] = "start"
+
+
+@attrs.frozen(kw_only=True)
+class TextStartEvent:
+    """A text block opened at ``content_index``."""
+
+    content_index: int
+    partial: AssistantMessage
+    type: Literal["text_start"] = "text_start"
+
+
+@attrs.frozen(kw_only=True)
+class TextDeltaEvent:
+    """More text for the block at ``content_index``."""
+
+    content_index: int
+    delta: str
+    partial: AssistantMessage
+    type: Literal["text_delta"] = "text_delta"
+
+
+@attrs.frozen(kw_only=True)
+class TextEndEvent:
+    """The text block at ``content_index`` is complete; ``content`` is its full text."""
+
+    content_index: int
+    content: str
+    partial: AssistantMessage
+    type: Literal["text_end"] = "text_end"
+
+
+@attrs.frozen(kw_only=True)
+class ThinkingStartEvent:
+    """A thinking block opened at ``content_index``."""
+
+    content_index: int
+    partial: AssistantMessage
+    type: Literal["thinking_start"] = "thinking_start"
+
+
+@attrs.frozen(kw_only=True)
+class ThinkingDeltaEvent:
+    """More reasoning text for the block at ``content_index``."""
+
+    content_index: int
+    delta: str
+    partial: AssistantMessage
+    type: Literal["thinking_delta"] = "thinking_delta"
+
+
+@attrs.frozen(kw_only=True)
+class ThinkingEndEvent:
+    """The thinking block at ``content_index`` is complete."""
+
+    content_index: int
+    content: str
+    partial: AssistantMessage
+    type: Literal["thinking_end"] = "thinking_end"
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallStartEvent:
+    """A tool-call block opened at ``content_index``."""
+
+    content_index: int
+    partial: AssistantMessage
+    type: Literal["toolcall_start"] = "toolcall_start"
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallDeltaEvent:
+    """A piece of the raw JSON argument text of the tool call at ``content_index``."""
+
+    content_index: int
+    delta: str
+    partial: AssistantMessage
+    type: Literal["toolcall_delta"] = "toolcall_delta"
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallEndEvent:
+    """The tool call at ``content_index`` is complete and parsed."""
+
+    content_index: int
+    tool_call: ToolCall
+    partial: AssistantMessage
+    type: Literal["toolcall_end"] = "toolcall_end"
+
+
+@attrs.frozen(kw_only=True)
+class DoneEvent:
+    """Terminal event of a successful stream; ``message`` is the final message."""
+
+    reason: Literal["stop", "length", "toolUse"]
+    message: AssistantMessage
+    type: Literal["done"] = "done"
+
+
+@attrs.frozen(kw_only=True)
+class ErrorEvent:
+    """Terminal event of a failed or aborted stream; ``error`` is the final message, with
+    ``stop_reason`` equal to ``reason`` and ``error_message`` set."""
+
+    reason: Literal["error", "aborted"]
+    error: AssistantMessage
+    type: Literal["error"] = "error"
+
+
+AssistantMessageEvent: TypeAlias = (
+    StartEvent
+    | TextStartEvent
+    | TextDeltaEvent
+    | TextEndEvent
+    | ThinkingStartEvent
+    | ThinkingDeltaEvent
+    | ThinkingEndEvent
+    | ToolCallStartEvent
+    | ToolCallDeltaEvent
+    | ToolCallEndEvent
+    | DoneEvent
+    | ErrorEvent
+)
+"""What a stream function yields: ``start``, block events, then one ``done`` or ``error``."""
+
+
+# ---------------------------------------------------------------------------------------
+# Agent events (what the loop emits)
+
+
+@attrs.frozen(kw_only=True)
+class AgentStartEvent:
+    """First event of a run."""
+
+    type: Literal["agent_start"] = "agent_start"
+
+
+@attrs.frozen(kw_only=True)
+class AgentEndEvent:
+    """Last event of a run; ``messages`` are the messages the run produced."""
+
+    messages: list[AgentMessage]
+    type: Literal["agent_end"] = "agent_end"
+
+
+@attrs.frozen(kw_only=True)
+class TurnStartEvent:
+    """A turn (one assistant response and its tool calls) begins."""
+
+    type: Literal["turn_start"] = "turn_start"
+
+
+@attrs.frozen(kw_only=True)
+class TurnEndEvent:
+    """A turn ended; ``tool_results`` are its tool-result messages in source order."""
+
+    message: AgentMessage
+    tool_results: list[ToolResultMessage]
+    type: Literal["turn_end"] = "turn_end"
+
+
+@attrs.frozen(kw_only=True)
+class MessageStartEvent:
+    """A message enters the transcript (system, user, assistant, tool result or custom)."""
+
+    message: AgentMessage
+    type: Literal["message_start"] = "message_start"
+
+
+@attrs.frozen(kw_only=True)
+class MessageUpdateEvent:
+    """An assistant message streams; ``message`` is a snapshot of the partial."""
+
+    message: AgentMessage
+    assistant_message_event: AssistantMessageEvent
+    type: Literal["message_update"] = "message_update"
+
+
+@attrs.frozen(kw_only=True)
+class MessageEndEvent:
+    """A message is complete and committed to the transcript."""
+
+    message: AgentMessage
+    type: Literal["message_end"] = "message_end"
+
+
+@attrs.frozen(kw_only=True)
+class ToolExecutionStartEvent:
+    """A tool call is about to be prepared and run; ``args`` are the raw call arguments."""
+
+    tool_call_id: str
+    tool_name: str
+    args: dict[str, Any]
+    type: Literal["tool_execution_start"] = "tool_execution_start"
+
+
+@attrs.frozen(kw_only=True)
+class ToolExecutionUpdateEvent:
+    """A running tool reported progress through ``on_update``."""
+
+    tool_call_id: str
+    tool_name: str
+    args: dict[str, Any]
+    partial_result: AgentToolResult
+    type: Literal["tool_execution_update"] = "tool_execution_update"
+
+
+@attrs.frozen(kw_only=True)
+class ToolExecutionEndEvent:
+    """A tool call is finalized. ``duration_ms`` is the ``execute()`` time on Trio's clock,
+    ``None`` when the tool never ran."""
+
+    tool_call_id: str
+    tool_name: str
+    result: AgentToolResult
+    is_error: bool
+    duration_ms: int | None = None
+    type: Literal["tool_execution_end"] = "tool_execution_end"
+
+
+AgentEvent: TypeAlias = (
+    AgentStartEvent
+    | AgentEndEvent
+    | TurnStartEvent
+    | TurnEndEvent
+    | MessageStartEvent
+    | MessageUpdateEvent
+    | MessageEndEvent
+    | ToolExecutionStartEvent
+    | ToolExecutionUpdateEvent
+    | ToolExecutionEndEvent
+)
+"""Everything the loop emits, discriminated by ``type``."""

@@ -1,0 +1,154 @@
+"""Contexts and results of the loop's hooks (reference §2.15–§2.21).
+
+Every hook may be a plain function or an ``async def``; returning ``None`` means "no
+change". Context objects hand out the loop's live lists: retaining them observes later
+turns.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import attrs
+
+from ._messages import AgentMessage, AssistantMessage, Model, ThinkingLevel, ToolCall
+from ._messages import ToolResultMessage, Usage
+from ._tools import AgentTool, AgentToolResult
+
+
+__all__ = [
+    "AfterToolCallContext",
+    "AfterToolCallResult",
+    "AgentContext",
+    "AgentLoopTurnUpdate",
+    "AgentRequestUpdate",
+    "AgentTurnContext",
+    "AgentTurnDecision",
+    "BeforeToolCallContext",
+    "BeforeToolCallResult",
+    "PrepareNextTurnContext",
+    "PrepareRequestContext",
+]
+
+
+@attrs.frozen(kw_only=True)
+class AgentContext:
+    """The transcript the model sees (system messages carry prompt and tool declarations)
+    and the tools that can actually run."""
+
+    messages: list[AgentMessage]
+    tools: list[AgentTool] = attrs.field(factory=list)
+
+
+@attrs.frozen(kw_only=True)
+class BeforeToolCallContext:
+    """Argument of ``before_tool_call``: a validated call about to run."""
+
+    assistant_message: AssistantMessage
+    """The message that requested the call."""
+    tool_call: ToolCall
+    """The raw call from that message."""
+    args: dict[str, Any]
+    """Validated arguments; mutating this dict changes what runs (without revalidation)."""
+    context: AgentContext
+    """The loop's current working context."""
+
+
+@attrs.frozen(kw_only=True)
+class BeforeToolCallResult:
+    """Return value of ``before_tool_call``; ``block=True`` prevents execution."""
+
+    block: bool = False
+    reason: str | None = None
+    """Text of the error result (default ``"Tool execution was blocked"``)."""
+    terminate: bool | None = None
+    """Copied onto the blocked result when exactly ``True``."""
+
+
+@attrs.frozen(kw_only=True)
+class AfterToolCallContext:
+    """Argument of ``after_tool_call``: an executed call and its result."""
+
+    assistant_message: AssistantMessage
+    tool_call: ToolCall
+    args: dict[str, Any]
+    result: AgentToolResult
+    is_error: bool
+    context: AgentContext
+
+
+@attrs.frozen(kw_only=True)
+class AfterToolCallResult:
+    """Field-by-field overrides of a tool result; ``None`` fields keep the original.
+
+    Replacing ``content`` without giving ``structured_content`` drops the old
+    ``structured_content``.
+    """
+
+    content: list[Any] | None = None
+    details: Any = None
+    structured_content: Any = None
+    is_error: bool | None = None
+    usage: Usage | None = None
+    terminate: bool | None = None
+
+
+@attrs.frozen(kw_only=True)
+class AgentTurnContext:
+    """A completed turn, given to ``finish_turn`` and ``prepare_next_turn``.
+
+    ``context`` and ``new_messages`` are the loop's live objects.
+    """
+
+    message: AgentMessage
+    """The assistant message that completed the turn."""
+    tool_results: list[ToolResultMessage]
+    """The turn's tool-result messages, in source order."""
+    context: AgentContext
+    """The working context after the message and its results were appended."""
+    new_messages: list[AgentMessage]
+    """What the run would return if it ended now."""
+
+
+PrepareNextTurnContext = AgentTurnContext
+"""Alias of :class:`AgentTurnContext`."""
+
+
+@attrs.frozen(kw_only=True)
+class AgentTurnDecision:
+    """Return value of ``finish_turn``: ``"end"`` stops the run after ``turn_end``;
+    ``"continue"`` asks for one more request even when nothing else schedules one."""
+
+    action: Literal["end", "continue"]
+
+
+@attrs.frozen(kw_only=True)
+class AgentLoopTurnUpdate:
+    """Return value of ``prepare_next_turn``; every field is optional."""
+
+    context: AgentContext | None = None
+    """Replaces the working context."""
+    messages: list[AgentMessage] | None = None
+    """Appended (with message events) before the next request."""
+    model: Model | None = None
+    thinking_level: ThinkingLevel | None = None
+    """``"off"`` clears reasoning."""
+
+
+@attrs.frozen(kw_only=True)
+class PrepareRequestContext:
+    """Argument of ``prepare_request``, called before every provider request."""
+
+    context: AgentContext
+    model: Model
+    thinking_level: ThinkingLevel
+    """``"off"`` when reasoning is disabled."""
+
+
+@attrs.frozen(kw_only=True)
+class AgentRequestUpdate:
+    """Return value of ``prepare_request``; replacements last for the rest of the run."""
+
+    context: AgentContext | None = None
+    model: Model | None = None
+    thinking_level: ThinkingLevel | None = None

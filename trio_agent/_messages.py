@@ -1,0 +1,338 @@
+"""The message data model: content blocks, messages, usage, models and tool declarations.
+
+Every value is a frozen, keyword-only attrs class. Python attributes are snake_case; the
+JSON wire format (see :mod:`trio_agent.serialization`) is the upstream camelCase one.
+Variants carry their discriminator (``role`` for messages, ``type`` for content blocks)
+as a ``Literal`` field with a default, so a serializer can always see it.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
+
+import attrs
+
+__all__ = [
+    "AgentMessage",
+    "AssistantContent",
+    "AssistantMessage",
+    "Cost",
+    "CustomAgentMessage",
+    "ImageContent",
+    "Message",
+    "Model",
+    "ModelCost",
+    "QueueMode",
+    "StopReason",
+    "SystemMessage",
+    "TextContent",
+    "ThinkingContent",
+    "ThinkingLevel",
+    "ToolCall",
+    "ToolDeclaration",
+    "ToolExecutionMode",
+    "ToolReference",
+    "ToolResultContent",
+    "ToolResultMessage",
+    "Usage",
+    "UserContent",
+    "UserMessage",
+    "now_ms",
+    "register_message_type",
+    "registered_message_types",
+]
+
+StopReason: TypeAlias = Literal["stop", "length", "toolUse", "error", "aborted", "pending"]
+"""Why an assistant response ended; ``"pending"`` only on partial messages while streaming."""
+
+ThinkingLevel: TypeAlias = Literal["off", "minimal", "low", "medium", "high", "xhigh", "max"]
+"""Requested reasoning effort; ``"off"`` means no reasoning."""
+
+QueueMode: TypeAlias = Literal["all", "one-at-a-time"]
+"""How a steering or follow-up queue is drained: the whole queue, or its oldest message."""
+
+ToolExecutionMode: TypeAlias = Literal["sequential", "parallel"]
+"""How the tool calls of one assistant message are executed."""
+
+
+def now_ms() -> int:
+    """Wall-clock time as integer Unix milliseconds (the timestamp unit of every message)."""
+    return time.time_ns() // 1_000_000
+
+
+# ---------------------------------------------------------------------------------------
+# Content blocks
+
+
+@attrs.frozen(kw_only=True)
+class TextContent:
+    """Visible text."""
+
+    text: str
+    """The text."""
+    text_signature: str | None = None
+    """Opaque provider metadata (e.g. the OpenAI Responses message item id)."""
+    type: Literal["text"] = "text"
+
+
+@attrs.frozen(kw_only=True)
+class ThinkingContent:
+    """Reasoning text produced by a thinking model."""
+
+    thinking: str
+    """The reasoning text (a placeholder when ``redacted``)."""
+    thinking_signature: str | None = None
+    """Opaque replay data (Anthropic signature, a Responses reasoning item, a field name...)."""
+    redacted: bool | None = None
+    """True when the provider redacted the reasoning; the payload is in the signature."""
+    type: Literal["thinking"] = "thinking"
+
+
+@attrs.frozen(kw_only=True)
+class ImageContent:
+    """An image input (user messages and tool results only)."""
+
+    data: str
+    """Base64 data without a ``data:`` prefix."""
+    mime_type: str
+    """For example ``"image/png"``."""
+    type: Literal["image"] = "image"
+
+
+@attrs.frozen(kw_only=True)
+class ToolCall:
+    """A tool invocation requested by the model."""
+
+    id: str
+    """Provider-assigned call id; tool results refer to it."""
+    name: str
+    """Name of the tool to call."""
+    arguments: dict[str, Any]
+    """Parsed JSON arguments (``{}`` when ``arguments_error`` is set)."""
+    thought_signature: str | None = None
+    """Provider-specific opaque data (Google)."""
+    arguments_error: str | None = None
+    """Set when the complete argument text was not a JSON object; validation then fails."""
+    type: Literal["toolCall"] = "toolCall"
+
+
+UserContent: TypeAlias = TextContent | ImageContent
+"""A block of a user message's list content."""
+ToolResultContent: TypeAlias = TextContent | ImageContent
+"""A block of a tool result's content."""
+AssistantContent: TypeAlias = TextContent | ThinkingContent | ToolCall
+"""A block of an assistant message's content."""
+
+
+# ---------------------------------------------------------------------------------------
+# Usage, models, tool declarations
+
+
+@attrs.frozen(kw_only=True)
+class Cost:
+    """Cost of one response in USD."""
+
+    input: float = 0.0
+    output: float = 0.0
+    cache_read: float = 0.0
+    cache_write: float = 0.0
+    total: float = 0.0
+
+
+@attrs.frozen(kw_only=True)
+class Usage:
+    """Token usage of one response. ``input`` excludes cached tokens; ``reasoning`` is part of
+    ``output``."""
+
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    total_tokens: int = 0
+    reasoning: int | None = None
+    cost: Cost = attrs.field(factory=Cost)
+
+
+@attrs.frozen(kw_only=True)
+class ModelCost:
+    """Prices in USD per million tokens."""
+
+    input: float = 0.0
+    output: float = 0.0
+    cache_read: float = 0.0
+    cache_write: float = 0.0
+
+
+@attrs.frozen(kw_only=True)
+class Model:
+    """A chat model and how to reach it. Streaming dispatches on ``api``."""
+
+    id: str
+    """Model id sent to the provider, e.g. ``"gpt-4o-mini"``."""
+    name: str
+    """Human-readable name."""
+    api: str
+    """Wire API: ``"openai-completions"``, ``"anthropic-messages"``, ``"openai-responses"``,
+    ``"faux"`` or a registered custom API."""
+    provider: str
+    """Provider id, e.g. ``"openai"``; selects the API key."""
+    base_url: str
+    """Base URL of the HTTP API."""
+    reasoning: bool = False
+    """Whether the model supports thinking levels."""
+    input: list[Literal["text", "image"]] = attrs.field(factory=lambda: ["text"])
+    """Accepted input kinds."""
+    cost: ModelCost = attrs.field(factory=ModelCost)
+    """Prices per million tokens."""
+    context_window: int = 0
+    """Context window in tokens."""
+    max_tokens: int = 0
+    """Default maximum output tokens."""
+    headers: dict[str, str] | None = None
+    """Extra HTTP headers for every request."""
+    compat: dict[str, Any] | None = None
+    """API-specific compatibility switches."""
+    thinking_level_map: dict[str, str | None] | None = None
+    """Maps thinking levels to provider values; ``None`` marks a level unsupported."""
+
+
+@attrs.frozen(kw_only=True)
+class ToolDeclaration:
+    """What the model sees of a tool: name, description and JSON-Schema parameters."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    """JSON Schema of the arguments (root ``type: "object"``)."""
+    constrained_sampling: Any = None
+    """Upstream's constrained-sampling config (``False`` disables it); passed through."""
+
+
+@attrs.frozen(kw_only=True)
+class ToolReference:
+    """Names a tool, e.g. one that stops being available."""
+
+    name: str
+
+
+# ---------------------------------------------------------------------------------------
+# Messages
+
+
+@attrs.frozen(kw_only=True)
+class SystemMessage:
+    """Instructions and tool declarations at one point of the transcript.
+
+    The leading system message holds the base prompt; later ones add instructions, patch
+    named ``sections`` (``None`` removes one) and add or remove tools. See
+    :func:`trio_agent.get_current_system_message` for the replay rules.
+    """
+
+    content: str | list[TextContent] = ""
+    sections: dict[str, str | None] | None = None
+    tools_added: list[ToolDeclaration] | None = None
+    tools_removed: list[ToolReference] | None = None
+    timestamp: int = attrs.field(factory=now_ms)
+    role: Literal["system"] = "system"
+
+
+@attrs.frozen(kw_only=True)
+class UserMessage:
+    """Input from the user."""
+
+    content: str | list[UserContent]
+    timestamp: int = attrs.field(factory=now_ms)
+    role: Literal["user"] = "user"
+
+
+@attrs.frozen(kw_only=True)
+class AssistantMessage:
+    """One response of the model (final, or a partial snapshot while it streams)."""
+
+    content: list[AssistantContent]
+    api: str
+    provider: str
+    model: str
+    """The requested model id."""
+    usage: Usage = attrs.field(factory=Usage)
+    stop_reason: StopReason = "stop"
+    error_message: str | None = None
+    """Set when ``stop_reason`` is ``"error"`` or ``"aborted"``."""
+    response_id: str | None = None
+    response_model: str | None = None
+    """The model the provider reported, when different."""
+    thinking_level: ThinkingLevel | None = None
+    """The level the agent loop requested (stamped on the final message)."""
+    duration_ms: int | None = None
+    timestamp: int = attrs.field(factory=now_ms)
+    role: Literal["assistant"] = "assistant"
+
+
+@attrs.frozen(kw_only=True)
+class ToolResultMessage:
+    """The result of one tool call, sent back to the model."""
+
+    tool_call_id: str
+    tool_name: str
+    content: list[ToolResultContent]
+    details: Any = None
+    """Tool-specific data for logs and UIs; never sent to the model."""
+    usage: Usage | None = None
+    """Usage of the tool's own model calls, if any."""
+    is_error: bool = False
+    duration_ms: int | None = None
+    timestamp: int = attrs.field(factory=now_ms)
+    role: Literal["toolResult"] = "toolResult"
+
+
+Message: TypeAlias = SystemMessage | UserMessage | AssistantMessage | ToolResultMessage
+"""A message a provider understands."""
+
+
+@runtime_checkable
+class CustomAgentMessage(Protocol):
+    """Shape of an application message class (see :func:`register_message_type`)."""
+
+    @property
+    def role(self) -> str: ...
+
+
+AgentMessage: TypeAlias = Message | CustomAgentMessage
+"""A transcript entry: a :data:`Message` or a registered application message."""
+
+
+_BUILTIN_ROLES = frozenset({"system", "user", "assistant", "toolResult"})
+_registry: dict[str, type[Any]] = {}
+
+
+def register_message_type(cls: type[Any]) -> type[Any]:
+    """Register an application message class so the serializer can round-trip it.
+
+    The class must be an attrs class with a ``role`` field whose default is a string
+    distinct from the built-in roles (``system``, ``user``, ``assistant``, ``toolResult``)
+    and from other registered classes. Registering the same class twice is a no-op.
+    Usable as a class decorator; returns ``cls``.
+
+    Raises:
+        TypeError: if ``cls`` is not an attrs class or has no string ``role`` default.
+        ValueError: if the role is built in or taken by another class.
+    """
+    if not attrs.has(cls):
+        raise TypeError(f"register_message_type() needs an attrs class, got {cls!r}")
+    role_field = getattr(attrs.fields(cls), "role", None)
+    role = None if role_field is None else role_field.default
+    if not isinstance(role, str):
+        raise TypeError(f"{cls.__qualname__} needs a 'role' field with a string default")
+    if role in _BUILTIN_ROLES:
+        raise ValueError(f"role {role!r} of {cls.__qualname__} is a built-in role")
+    existing = _registry.get(role)
+    if existing is not None and existing is not cls:
+        raise ValueError(f"role {role!r} is already registered by {existing.__qualname__}")
+    _registry[role] = cls
+    return cls
+
+
+def registered_message_types() -> dict[str, type[Any]]:
+    """A copy of the registry: role -> application message class."""
+    return dict(_registry)

@@ -1,0 +1,57 @@
+"""Small internal helpers shared by several modules."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable
+from typing import Any, TypeVar
+
+import attrs
+
+T = TypeVar("T")
+
+__all__ = ["fixup_module_metadata", "maybe_await"]
+
+
+async def maybe_await(value: Awaitable[T] | T) -> T:
+    """Return ``value``, awaiting it first when a hook returned an awaitable.
+
+    Every hook of trio_agent may be a plain function or an ``async def``; callers pass the
+    hook's return value here.
+    """
+    if inspect.isawaitable(value):
+        return await value  # type: ignore[no-any-return]  # the awaitable yields T
+    return value
+
+
+def fixup_module_metadata(module_name: str, namespace: dict[str, Any]) -> None:
+    """Make public names re-exported from private modules report ``module_name``.
+
+    Mirrors trio's helper of the same name: reprs and docs say ``trio_agent.Agent`` rather
+    than ``trio_agent._agent.Agent``.
+    """
+    seen: set[int] = set()
+
+    def fix_one(qualname: str, name: str, obj: Any) -> None:
+        if id(obj) in seen:
+            return
+        seen.add(id(obj))
+        mod = getattr(obj, "__module__", None)
+        if mod is not None and mod.startswith("trio_agent."):
+            if isinstance(obj, type) and attrs.has(obj):
+                # Resolve string annotations while the defining module is still named,
+                # so cattrs and typing never look them up in the public namespace.
+                attrs.resolve_types(obj)
+            try:
+                obj.__module__ = module_name
+            except (AttributeError, TypeError):
+                return
+            if isinstance(obj, type):
+                obj.__name__ = name
+                obj.__qualname__ = qualname
+                for attr_name, attr_value in obj.__dict__.items():
+                    fix_one(f"{qualname}.{attr_name}", attr_name, attr_value)
+
+    for objname, obj in namespace.items():
+        if not objname.startswith("_"):
+            fix_one(objname, objname, obj)
