@@ -93,9 +93,28 @@ from ._exceptions import SerializationError as SerializationError
 from ._exceptions import ToolArgumentsError as ToolArgumentsError
 
 # --- transcript helpers (_transcript.py) -------------------------------------------------
+from ._transcript import ToolStateChanges as ToolStateChanges
+from ._transcript import collapse_system_messages as collapse_system_messages
+from ._transcript import content_text as content_text
+from ._transcript import create_initial_system_message as create_initial_system_message
+from ._transcript import declarations_equal as declarations_equal
+from ._transcript import get_current_system_message as get_current_system_message
+from ._transcript import get_current_system_prompt as get_current_system_prompt
+from ._transcript import get_current_tools as get_current_tools
+from ._transcript import get_system_message_text as get_system_message_text
+from ._transcript import get_tool_state_changes as get_tool_state_changes
+from ._transcript import normalize_context as normalize_context
+from ._transcript import render_system_message_update as render_system_message_update
+from ._transcript import to_tool_declaration as to_tool_declaration
 # --- validation (_validation.py) -------------------------------------------------------
+from ._validation import validate_tool_arguments as validate_tool_arguments
 # --- tool decorator (_tool_decorator.py) -----------------------------------------------
+from ._tool_decorator import tool as tool
 # --- agent (_agent.py) -----------------------------------------------------------------
+from ._agent import Agent as Agent
+from ._agent import AgentInitialState as AgentInitialState
+from ._agent import AgentListener as AgentListener
+from ._agent import AgentState as AgentState
 
 from ._util import fixup_module_metadata as _fixup_module_metadata
 

@@ -55,3 +55,33 @@ def fixup_module_metadata(module_name: str, namespace: dict[str, Any]) -> None:
     for objname, obj in namespace.items():
         if not objname.startswith("_"):
             fix_one(objname, objname, obj)
+
+
+def collapse_exception_group(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """Pick the one exception to raise from a nursery's group.
+
+    Policy (used wherever the public API can only fail with one error): a
+    ``KeyboardInterrupt`` wins; otherwise the first exception that is not
+    ``trio.Cancelled``; otherwise the first ``Cancelled`` (so an enclosing cancel scope
+    still catches it). Siblings are cancelled before a group forms, so the others are
+    almost always ``Cancelled`` echoes of the first.
+    """
+    import trio
+
+    leaves: list[BaseException] = []
+
+    def walk(exc: BaseException) -> None:
+        if isinstance(exc, BaseExceptionGroup):
+            for inner in exc.exceptions:
+                walk(inner)
+        else:
+            leaves.append(exc)
+
+    walk(group)
+    for exc in leaves:
+        if isinstance(exc, KeyboardInterrupt):
+            return exc
+    for exc in leaves:
+        if not isinstance(exc, trio.Cancelled):
+            return exc
+    return leaves[0]

@@ -1,0 +1,630 @@
+"""The JSON wire format: one cattrs converter for messages, content blocks, events and models.
+
+The wire format is the upstream one (reference ``upstream-ai.md`` §1): keys are the
+camelCase form of the snake_case attribute names (``tool_call_id`` -> ``toolCallId``),
+optional fields whose value is ``None`` are omitted, timestamps are integer Unix
+milliseconds, and the discriminator (``role`` for messages, ``type`` for content blocks and
+events) is always written, first. Loading is strict: unknown roles and types, unknown keys,
+missing keys and values of the wrong JSON type are errors, with one exception: the
+upstream-only keys listed in :data:`UPSTREAM_ONLY_KEYS` (fields upstream writes but
+trio_agent does not model) are dropped, so an upstream transcript loads.
+
+Every failure is a :class:`~trio_agent.SerializationError` whose message names the
+offending value and its JSON path (``unknown key 'bogus' in TextContent @ $.content[0]``);
+cattrs' own exception groups never leak.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import types
+import typing
+from collections.abc import Callable, Iterable, Mapping
+from typing import IO, Any, Literal, TypeVar, overload
+
+import attrs
+import cattrs
+from cattrs.cols import list_structure_factory
+from cattrs.errors import (
+    AttributeValidationNote,
+    ClassValidationError,
+    ForbiddenExtraKeysError,
+    IterableValidationError,
+    IterableValidationNote,
+    StructureHandlerNotFoundError,
+)
+from cattrs.gen import (
+    make_dict_structure_fn,
+    make_mapping_structure_fn,
+    override,
+)
+from cattrs.preconf.json import make_converter
+
+from ._exceptions import SerializationError
+from ._messages import (
+    AgentMessage,
+    AssistantMessage,
+    Cost,
+    CustomAgentMessage,
+    Model,
+    ModelCost,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    registered_message_types,
+)
+
+__all__ = [
+    "UPSTREAM_ONLY_KEYS",
+    "converter",
+    "dump_transcript",
+    "from_dict",
+    "from_json",
+    "load_transcript",
+    "to_dict",
+    "to_json",
+]
+
+T = TypeVar("T")
+
+_DISCRIMINATORS = ("role", "type")
+
+UPSTREAM_ONLY_KEYS: Mapping[type[Any], frozenset[str]] = types.MappingProxyType(
+    {
+        # Reference upstream-ai.md §1.1-§1.3 and §1.7: fields upstream 1.6.0 writes that
+        # trio_agent does not model. They are dropped on load (never written back), so a
+        # transcript recorded by upstream loads; any other unknown key is an error.
+        AssistantMessage: frozenset(
+            {"providerThinkingLevel", "diagnostics", "deferred", "rawStopReason", "endTurn"}
+        ),
+        ToolResultMessage: frozenset({"nestedCalls"}),
+        ToolCall: frozenset({"namespace"}),
+        Usage: frozenset({"cacheWrite1h"}),
+        Cost: frozenset({"totalFromProvider"}),
+        Model: frozenset(
+            {
+                "type",
+                "inputLimits",
+                "promptCache",
+                "samplingParams",
+                "samplingParamsByThinkingLevel",
+            }
+        ),
+        ModelCost: frozenset({"tiers"}),
+    }
+)
+"""Upstream-only wire keys, per class, that loading silently drops."""
+
+
+class _SchemaError(ValueError):
+    """A value does not fit the wire schema; the message is shown to the user as is."""
+
+
+# ---------------------------------------------------------------------------------------
+# Helpers
+
+
+def _camel(name: str) -> str:
+    """``tool_call_id`` -> ``toolCallId`` (the upstream wire name of an attribute)."""
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def _short_repr(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _json_type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def _discriminator(cls: type[Any]) -> tuple[str, str] | None:
+    """The ``(field name, value)`` discriminating an attrs class, if it has one."""
+    if not (isinstance(cls, type) and attrs.has(cls)):
+        return None
+    fields = attrs.fields_dict(cls)
+    for name in _DISCRIMINATORS:
+        field = fields.get(name)
+        if field is not None and isinstance(field.default, str):
+            return name, field.default
+    return None
+
+
+def _union_members(tp: Any) -> tuple[Any, ...] | None:
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        return typing.get_args(tp)
+    return None
+
+
+def _is_attrs_class(tp: Any) -> bool:
+    return isinstance(tp, type) and attrs.has(tp)
+
+
+# ---------------------------------------------------------------------------------------
+# Hooks: attrs classes (camelCase keys, omitted Nones, discriminator first)
+
+
+_PRIMITIVES = (str, int, float, bool)
+
+
+def _attrs_unstructure_factory(cls: type[Any], conv: cattrs.Converter) -> Callable[[Any], Any]:
+    # Hand-rolled rather than cattrs' generated function: that one moves every omittable
+    # field after the required ones, and we want the attribute order on the wire (with the
+    # discriminator first, as upstream writes it).
+    attrs.resolve_types(cls)
+    fields = list(attrs.fields(cls))
+    disc = _discriminator(cls)
+    if disc is not None:
+        fields.sort(key=lambda field: field.name != disc[0])
+    Plan = list[tuple[str, str, bool, Callable[[Any], Any] | None]]
+    # (attribute, wire key, omitted when None, hook or None for JSON primitives); built on
+    # the first call so that self-referencing classes do not recurse in the factory.
+    plan: Plan | None = None
+
+    def build_plan() -> Plan:
+        return [
+            (
+                field.name,
+                _camel(field.name),
+                field.default is None,
+                None if field.type in _PRIMITIVES else conv.get_unstructure_hook(field.type),
+            )
+            for field in fields
+        ]
+
+    def unstructure(obj: Any) -> dict[str, Any]:
+        nonlocal plan
+        if plan is None:
+            plan = build_plan()
+        out: dict[str, Any] = {}
+        for name, key, omit_none, hook in plan:
+            value = getattr(obj, name)
+            if value is None:
+                if not omit_none:
+                    out[key] = None
+            else:
+                out[key] = value if hook is None else hook(value)
+        return out
+
+    return unstructure
+
+
+def _attrs_structure_factory(cls: type[Any], conv: cattrs.Converter) -> Callable[[Any, Any], Any]:
+    attrs.resolve_types(cls)
+    renames: dict[str, Any] = {
+        field.name: override(rename=_camel(field.name)) for field in attrs.fields(cls)
+    }
+    inner = make_dict_structure_fn(cls, conv, _cattrs_forbid_extra_keys=True, **renames)
+    dropped = UPSTREAM_ONLY_KEYS.get(cls, frozenset())
+
+    def structure(data: Any, _: Any) -> Any:
+        if not isinstance(data, dict):
+            raise _SchemaError(
+                f"expected a JSON object for {cls.__name__}, got {_json_type_name(data)}"
+            )
+        if dropped and not dropped.isdisjoint(data):
+            data = {key: value for key, value in data.items() if key not in dropped}
+        return inner(data, cls)
+
+    return structure
+
+
+# ---------------------------------------------------------------------------------------
+# Hooks: discriminated unions (messages by role; blocks and events by type)
+
+
+def _is_discriminated_union(tp: Any) -> bool:
+    members = _union_members(tp)
+    if members is None:
+        return False
+    keys = set()
+    for member in members:
+        if member is type(None) or member is CustomAgentMessage:
+            continue
+        disc = _discriminator(member)
+        if disc is None:
+            return False
+        keys.add(disc[0])
+    return len(keys) == 1 or (not keys and CustomAgentMessage in members)
+
+
+def _make_dispatcher(members: Iterable[Any], conv: cattrs.Converter) -> Callable[[Any, Any], Any]:
+    """Structure hook choosing the class by discriminator value.
+
+    ``CustomAgentMessage`` among ``members`` opens the union to registered application
+    message classes, looked up when a role is not a built-in one.
+    """
+    members = tuple(members)
+    table: dict[str, type[Any]] = {}
+    key = "role"
+    for member in members:
+        disc = _discriminator(member)
+        if disc is not None:
+            key, value = disc
+            table[value] = member
+    open_to_registry = CustomAgentMessage in members
+    nullable = type(None) in members
+
+    def structure(data: Any, _: Any) -> Any:
+        if data is None and nullable:
+            return None
+        if not isinstance(data, dict):
+            raise _SchemaError(f"expected a JSON object, got {_json_type_name(data)}")
+        if key not in data:
+            raise _SchemaError(f"missing key {key!r}")
+        value = data[key]
+        cls = table.get(value) if isinstance(value, str) else None
+        if cls is None and open_to_registry and isinstance(value, str):
+            cls = registered_message_types().get(value)
+        if cls is None:
+            raise _SchemaError(f"unknown {key} {_short_repr(value)}")
+        return conv.get_structure_hook(cls)(data, cls)
+
+    return structure
+
+
+def _custom_message_dispatcher(conv: cattrs.Converter) -> Callable[[Any, Any], Any]:
+    return _make_dispatcher([CustomAgentMessage], conv)
+
+
+# ---------------------------------------------------------------------------------------
+# Hooks: strict JSON primitives and containers. cattrs' defaults call ``int(x)``/``str(x)``
+# and iterate strings as lists; a transcript with ``"timestamp": "1"`` is malformed.
+
+
+def _structure_str(value: Any, _: Any) -> str:
+    if isinstance(value, str):
+        return value
+    raise _SchemaError(f"expected a string, got {_short_repr(value)}")
+
+
+def _structure_int(value: Any, _: Any) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise _SchemaError(f"expected an integer, got {_short_repr(value)}")
+
+
+def _structure_float(value: Any, _: Any) -> float:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    raise _SchemaError(f"expected a number, got {_short_repr(value)}")
+
+
+def _structure_bool(value: Any, _: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    raise _SchemaError(f"expected a boolean, got {_short_repr(value)}")
+
+
+def _is_literal(tp: Any) -> bool:
+    return typing.get_origin(tp) is Literal
+
+
+def _literal_factory(tp: Any) -> Callable[[Any, Any], Any]:
+    allowed = typing.get_args(tp)
+    options = [repr(option) for option in allowed]
+    expected = " or ".join(options) if len(options) <= 2 else "one of " + ", ".join(options)
+
+    def structure(value: Any, _: Any) -> Any:
+        # A bool is an int in Python; never let ``true`` match ``Literal[1]``.
+        for option in allowed:
+            if value == option and type(value) is type(option):
+                return option
+        raise _SchemaError(f"invalid value {_short_repr(value)} (expected {expected})")
+
+    return structure
+
+
+def _is_list(tp: Any) -> bool:
+    return typing.get_origin(tp) is list
+
+
+def _list_factory(tp: Any, conv: cattrs.Converter) -> Callable[[Any, Any], Any]:
+    inner = list_structure_factory(tp, conv)
+
+    def structure(value: Any, cl: Any) -> Any:
+        if not isinstance(value, list):
+            raise _SchemaError(f"expected an array, got {_json_type_name(value)}")
+        return inner(value, cl)
+
+    return structure
+
+
+def _is_dict(tp: Any) -> bool:
+    return typing.get_origin(tp) is dict
+
+
+def _dict_factory(tp: Any, conv: cattrs.Converter) -> Callable[[Any, Any], Any]:
+    inner = make_mapping_structure_fn(tp, conv)
+
+    def structure(value: Any, cl: Any) -> Any:
+        if not isinstance(value, dict):
+            raise _SchemaError(f"expected an object, got {_json_type_name(value)}")
+        return inner(value, cl)
+
+    return structure
+
+
+def _is_str_or_list(tp: Any) -> bool:
+    members = _union_members(tp)
+    return (
+        members is not None
+        and len(members) == 2
+        and members[0] is str
+        and typing.get_origin(members[1]) is list
+    )
+
+
+def _str_or_list_factory(tp: Any, conv: cattrs.Converter) -> Callable[[Any, Any], Any]:
+    list_type = typing.get_args(tp)[1]
+    list_hook = conv.get_structure_hook(list_type)
+
+    def structure(value: Any, _: Any) -> Any:
+        if isinstance(value, str):
+            return value
+        if isinstance(value, list):
+            return list_hook(value, list_type)
+        raise _SchemaError(f"expected a string or an array, got {_json_type_name(value)}")
+
+    return structure
+
+
+def _make_converter() -> cattrs.Converter:
+    conv = make_converter(forbid_extra_keys=True)
+    conv.register_structure_hook(str, _structure_str)
+    conv.register_structure_hook(int, _structure_int)
+    conv.register_structure_hook(float, _structure_float)
+    conv.register_structure_hook(bool, _structure_bool)
+    # Factories registered later take precedence over cattrs' defaults and each other.
+    conv.register_structure_hook_factory(_is_literal, _literal_factory)
+    conv.register_structure_hook_factory(_is_list, _list_factory)
+    conv.register_structure_hook_factory(_is_dict, _dict_factory)
+    conv.register_structure_hook_factory(_is_attrs_class, _attrs_structure_factory)
+    conv.register_unstructure_hook_factory(_is_attrs_class, _attrs_unstructure_factory)
+    conv.register_structure_hook_factory(_is_str_or_list, _str_or_list_factory)
+    conv.register_structure_hook_factory(
+        _is_discriminated_union, lambda tp, c: _make_dispatcher(typing.get_args(tp), c)
+    )
+    conv.register_structure_hook_factory(
+        lambda tp: tp is CustomAgentMessage, lambda _, c: _custom_message_dispatcher(c)
+    )
+    return conv
+
+
+converter: cattrs.Converter = _make_converter()
+"""The converter behind every function of :mod:`trio_agent.serialization`.
+
+Use it to (un)structure trio_agent values inside your own attrs classes. Do not register
+hooks on it: it is shared by the whole process.
+"""
+
+
+# ---------------------------------------------------------------------------------------
+# Error messages
+
+
+def _at(message: str, path: str) -> str:
+    return message if path == "$" else f"{message} @ {path}"
+
+
+def _error_lines(exc: BaseException, path: str) -> list[str]:
+    """Flatten a cattrs error tree into ``"<problem> @ <json path>"`` lines (wire names)."""
+    if isinstance(exc, ClassValidationError):
+        lines: list[str] = []
+        for sub in exc.exceptions:
+            note = next(
+                (
+                    n
+                    for n in getattr(sub, "__notes__", ())
+                    if isinstance(n, AttributeValidationNote)
+                ),
+                None,
+            )
+            if note is None:
+                lines += _error_lines(sub, path)
+            elif isinstance(sub, KeyError):
+                lines.append(_at(f"missing key {_camel(note.name)!r}", path))
+            else:
+                lines += _error_lines(sub, f"{path}.{_camel(note.name)}")
+        return lines
+    if isinstance(exc, IterableValidationError):
+        lines = []
+        for sub in exc.exceptions:
+            inote = next(
+                (n for n in getattr(sub, "__notes__", ()) if isinstance(n, IterableValidationNote)),
+                None,
+            )
+            if inote is None:
+                lines += _error_lines(sub, path)
+            elif isinstance(inote.index, int):
+                lines += _error_lines(sub, f"{path}[{inote.index}]")
+            elif inote.startswith("Structuring mapping key"):
+                lines.append(_at(f"invalid key {_short_repr(inote.index)}: {sub}", path))
+            else:
+                lines += _error_lines(sub, f"{path}[{json.dumps(inote.index)}]")
+        return lines
+    if isinstance(exc, BaseExceptionGroup):
+        return [line for sub in exc.exceptions for line in _error_lines(sub, path)]
+    if isinstance(exc, ForbiddenExtraKeysError):
+        keys = ", ".join(repr(key) for key in sorted(exc.extra_fields))
+        noun = "key" if len(exc.extra_fields) == 1 else "keys"
+        return [_at(f"unknown {noun} {keys} in {exc.cl.__name__}", path)]
+    if isinstance(exc, _SchemaError):
+        return [_at(str(exc), path)]
+    return [_at(f"{type(exc).__name__}: {exc}", path)]
+
+
+def _structure(data: Any, cls: Any) -> Any:
+    try:
+        return converter.structure(data, cls)
+    except StructureHandlerNotFoundError:
+        raise TypeError(f"trio_agent.serialization cannot load {cls!r}") from None
+    except Exception as exc:
+        raise SerializationError("; ".join(_error_lines(exc, "$"))) from None
+
+
+def _reject_constant(name: str) -> Any:
+    # NaN and Infinity are not JSON (upstream's JSON.parse rejects them too).
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _loads(text: str | bytes) -> Any:
+    return json.loads(text, parse_constant=_reject_constant)
+
+
+def _dumps(data: Any) -> str:
+    try:
+        return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise SerializationError(f"cannot serialize: {exc}") from None
+
+
+# ---------------------------------------------------------------------------------------
+# Public API
+
+
+def to_dict(value: Any) -> Any:
+    """Convert a trio_agent value (message, block, event, ...) to plain JSON data.
+
+    Lists and dicts of such values work too. The result uses the upstream wire names and
+    omits ``None`` optionals; it contains only dicts, lists, strings, numbers, booleans and
+    ``None`` as long as ``details``-like free-form fields do.
+    """
+    return converter.unstructure(value)
+
+
+@overload
+def from_dict(data: Any, cls: type[T]) -> T: ...
+@overload
+def from_dict(data: Any, cls: Any) -> Any: ...
+def from_dict(data: Any, cls: Any) -> Any:
+    """Build a value of ``cls`` from plain JSON data (the inverse of :func:`to_dict`).
+
+    ``cls`` may be a class (``UserMessage``, ``Usage``, ``Model``, a registered application
+    message class, ...) or a union alias such as :data:`~trio_agent.AgentMessage`,
+    :data:`~trio_agent.Message`, :data:`~trio_agent.AgentEvent` or
+    :data:`~trio_agent.AssistantMessageEvent`, resolved by ``role`` / ``type``.
+    :data:`~trio_agent.AgentMessage` also accepts the roles of classes registered with
+    :func:`~trio_agent.register_message_type`.
+
+    Raises:
+        SerializationError: unknown role or type, unknown or missing key, wrong JSON type;
+            the message names the value and its JSON path.
+        TypeError: ``cls`` is not a type this module can load.
+    """
+    return _structure(data, cls)
+
+
+def to_json(value: Any) -> str:
+    """Serialize a trio_agent value to compact JSON text (non-ASCII characters kept as is).
+
+    Raises:
+        SerializationError: the value holds something JSON cannot represent (e.g. a set or
+            NaN in ``details``).
+    """
+    return _dumps(converter.unstructure(value))
+
+
+@overload
+def from_json(text: str | bytes, cls: type[T]) -> T: ...
+@overload
+def from_json(text: str | bytes, cls: Any) -> Any: ...
+def from_json(text: str | bytes, cls: Any) -> Any:
+    """Parse JSON text into a value of ``cls``; see :func:`from_dict` for ``cls``.
+
+    Raises:
+        SerializationError: the text is not JSON (``invalid JSON: ...``) or does not
+            describe a ``cls``.
+        TypeError: ``cls`` is not a type this module can load.
+    """
+    try:
+        data = _loads(text)
+    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise SerializationError(f"invalid JSON: {exc}") from None
+    return _structure(data, cls)
+
+
+_PathOrFile = str | os.PathLike[str] | IO[str]
+
+
+def dump_transcript(path_or_file: _PathOrFile, messages: Iterable[AgentMessage]) -> None:
+    """Write ``messages`` as JSON Lines: one compact JSON message per line.
+
+    ``path_or_file`` is a path (the file is created or truncated, UTF-8, ``\\n`` line
+    ends) or an open text file (written at its position and left open). This does
+    blocking file I/O; from Trio code call it through ``trio.to_thread.run_sync``.
+
+    Raises:
+        SerializationError: a message cannot be serialized (the message names its 1-based
+            line number); lines before it have been written.
+    """
+    if isinstance(path_or_file, str | os.PathLike):
+        with open(path_or_file, "w", encoding="utf-8", newline="\n") as file:
+            _write_lines(file, messages)
+    else:
+        _write_lines(path_or_file, messages)
+
+
+def _write_lines(file: IO[str], messages: Iterable[AgentMessage]) -> None:
+    for lineno, message in enumerate(messages, start=1):
+        try:
+            line = to_json(message)
+        except SerializationError as exc:
+            raise SerializationError(f"line {lineno}: {exc}") from None
+        file.write(line + "\n")
+
+
+def load_transcript(path_or_file: _PathOrFile) -> list[AgentMessage]:
+    """Read a JSON Lines transcript written by :func:`dump_transcript` (or by upstream).
+
+    Blank lines are skipped. Each line is one message resolved by ``role``, including the
+    roles of registered application message classes. Upstream-only keys listed in
+    :data:`UPSTREAM_ONLY_KEYS` are dropped. Blocking file I/O, like
+    :func:`dump_transcript`.
+
+    Raises:
+        SerializationError: a line is not JSON or not a message; the message starts with
+            the 1-based line number (``line 3: unknown role 'bogus'``).
+    """
+    if isinstance(path_or_file, str | os.PathLike):
+        with open(path_or_file, encoding="utf-8") as file:
+            return _read_lines(file)
+    return _read_lines(path_or_file)
+
+
+_WHITESPACE = re.compile(r"\s*")
+
+
+def _read_lines(file: IO[str]) -> list[AgentMessage]:
+    messages: list[AgentMessage] = []
+    for lineno, line in enumerate(file, start=1):
+        if _WHITESPACE.fullmatch(line):
+            continue
+        try:
+            data = _loads(line)
+        except json.JSONDecodeError as exc:
+            raise SerializationError(
+                f"line {lineno}: invalid JSON: {exc.msg} at column {exc.colno}"
+            ) from None
+        except ValueError as exc:
+            raise SerializationError(f"line {lineno}: invalid JSON: {exc}") from None
+        try:
+            messages.append(_structure(data, AgentMessage))
+        except SerializationError as exc:
+            raise SerializationError(f"line {lineno}: {exc}") from None
+    return messages

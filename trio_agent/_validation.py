@@ -1,0 +1,887 @@
+"""Tool-argument validation: coerce the model's arguments, then check them.
+
+:func:`validate_tool_arguments` follows reference ``upstream-ai.md`` §4.1: three coercion
+passes (optional ``null`` members dropped; conversion by schema keyword; primitive
+coercion by ``type``), then a JSON Schema check whose error messages are the upstream
+ones, because they are sent back to the model.
+
+The checker supports the subset of JSON Schema (drafts 2020-12 and 7) that tool schemas
+use: boolean schemas, ``type`` (also lists), ``enum``, ``const``, ``properties``,
+``required``, ``additionalProperties``, ``patternProperties``, ``items`` /
+``prefixItems`` / ``additionalItems``, ``anyOf`` / ``oneOf`` / ``allOf`` / ``not``,
+``minLength`` / ``maxLength`` / ``pattern`` / ``format``, ``minimum`` / ``maximum`` /
+``exclusiveMinimum`` / ``exclusiveMaximum`` / ``multipleOf``, ``minItems`` /
+``maxItems`` / ``uniqueItems``, ``minProperties`` / ``maxProperties`` and local
+``$ref`` (``#``, ``#/$defs/...``, ``#/definitions/...``, any JSON Pointer into the root).
+Other keywords are ignored. ``pattern`` and ``patternProperties`` use Python's :mod:`re`
+(searching, like ECMAScript's ``test``).
+"""
+
+from __future__ import annotations
+
+import copy
+import decimal
+import functools
+import ipaddress
+import json
+import math
+import re
+import urllib.parse
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any, Final, TypeAlias, TypeGuard
+
+from ._exceptions import ToolArgumentsError
+from ._messages import ToolCall
+from ._tools import AgentTool
+
+__all__ = ["validate_tool_arguments"]
+
+
+def validate_tool_arguments(tool: AgentTool, tool_call: ToolCall) -> dict[str, Any]:
+    """Coerce and check a tool call's arguments against ``tool.parameters``.
+
+    Works on a deep copy: the tool call (and its ``arguments``) is never modified. Before
+    the check, three coercion passes run (values that cannot be coerced are left for the
+    check to report):
+
+    1. a ``null`` member that is optional, not a ``$ref`` and not accepted by its schema
+       is dropped, as if it had been omitted;
+    2. values are converted by the first of the node's ``const``, ``enum``, ``anyOf``,
+       ``oneOf``, ``allOf`` and (single) ``type`` keywords (for example ``"42.1"`` or
+       ``1.5`` for an integer become ``42`` and ``1``, ``null`` for a string becomes
+       ``"null"``, a scalar for a (non-tuple) array is wrapped into a one-item list);
+    3. primitives are coerced by ``type``, type lists included, trying the listed types
+       in order (``"1"`` for ``["boolean", "number"]`` becomes ``1``).
+
+    Args:
+        tool: The tool whose ``parameters`` schema applies.
+        tool_call: The call to validate.
+
+    Returns:
+        The coerced copy of the arguments.
+
+    Raises:
+        ToolArgumentsError: ``tool_call.arguments_error`` is set (message
+            ``Invalid arguments for tool "<name>": <error>``), or the arguments fail the
+            check. The message then reads ``Validation failed for tool "<name>":``
+            followed by one ``  - <path>: <problem>`` line per problem (``root`` is the
+            arguments object itself, nested paths are dotted: ``edits.0.oldText``) and
+            ``Received arguments:`` with the original arguments as 2-space-indented JSON.
+    """
+    if tool_call.arguments_error:
+        raise ToolArgumentsError(
+            f'Invalid arguments for tool "{tool.name}": {tool_call.arguments_error}'
+        )
+    schema = _Schema(tool.parameters)
+    value: Any = copy.deepcopy(tool_call.arguments)
+    schema.drop_optional_nulls(value, schema.root, 0)
+    value = schema.convert(value, schema.root, 0)
+    value = schema.coerce(value, schema.root, 0)
+    errors: list[_Error] = []
+    schema.check(value, schema.root, (), errors, 0)
+    if not errors:
+        return value  # type: ignore[no-any-return]  # the root schema is an object schema
+    lines = "\n".join(f"  - {_dotted(path)}: {message}" for path, message, _ in errors)
+    received = json.dumps(tool_call.arguments, indent=2, ensure_ascii=False, default=str)
+    raise ToolArgumentsError(
+        f'Validation failed for tool "{tool.name}":\n{lines}\n\nReceived arguments:\n{received}'
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# JSON values in JavaScript terms
+
+_Path: TypeAlias = tuple[str | int, ...]
+_Error: TypeAlias = tuple[_Path, str, bool]
+"""``(path, message, is_type_error)``."""
+
+
+class _Unset:
+    """Marks "no value" (an unresolved reference, a coercion that does not apply)."""
+
+
+_UNSET: Final = _Unset()
+_CYCLE: Final = _Unset()  # a $ref already being expanded for the same value
+
+
+def _dotted(path: _Path) -> str:
+    return ".".join(str(part) for part in path) if path else "root"
+
+
+def _is_number(value: Any) -> TypeGuard[int | float]:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _is_integral(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return True
+    return isinstance(value, float) and value.is_integer()
+
+
+def _type_name(value: Any) -> str:
+    """The JSON type of a value; integral numbers are ``integer`` (JavaScript has one
+    number type, so ``1.0`` counts as an integer, as upstream)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if _is_number(value):
+        return "integer" if _is_integral(value) else "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def _has_type(value: Any, type_name: Any) -> bool:
+    if type_name == "number":
+        return _is_number(value)
+    if type_name == "integer":
+        return _is_integral(value)
+    return bool(_type_name(value) == type_name)
+
+
+def _js_number(value: int | float) -> str:
+    """Format a number as JavaScript's ``String(number)`` does (``1.0`` -> ``"1"``,
+    ``1e21`` -> ``"1e+21"``, ``1e-7`` -> ``"1e-7"``)."""
+    if isinstance(value, int) and abs(value) < 10**21:
+        return str(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an int beyond the float range is Infinity in JavaScript
+        number = math.inf if value > 0 else -math.inf
+    if math.isnan(number):
+        return "NaN"
+    if math.isinf(number):
+        return "Infinity" if number > 0 else "-Infinity"
+    if number == 0:
+        return "0"
+    sign = "-" if number < 0 else ""
+    # repr() gives the shortest digits that round-trip, as JavaScript does; only the
+    # layout differs.
+    _, digit_tuple, exponent = Decimal(repr(abs(number))).as_tuple()
+    digits = "".join(map(str, digit_tuple)).rstrip("0") or "0"
+    assert isinstance(exponent, int)
+    # value = 0.<digits> * 10**point
+    point = len(digit_tuple) + exponent
+    k = len(digits)
+    if k <= point <= 21:
+        text = digits + "0" * (point - k)
+    elif 0 < point <= 21:
+        text = f"{digits[:point]}.{digits[point:]}"
+    elif -6 < point <= 0:
+        text = "0." + "0" * -point + digits
+    else:
+        exp = point - 1
+        mantissa = digits if k == 1 else f"{digits[0]}.{digits[1:]}"
+        text = f"{mantissa}e{'+' if exp >= 0 else '-'}{abs(exp)}"
+    return sign + text
+
+
+def _js_json(value: Any) -> str:
+    """Compact JSON as JavaScript's ``JSON.stringify`` writes it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if _is_number(value):
+        return (
+            "null" if isinstance(value, float) and not math.isfinite(value) else _js_number(value)
+        )
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(_js_json(item) for item in value) + "]"
+    if isinstance(value, dict):
+        members = (
+            f"{json.dumps(str(k), ensure_ascii=False)}:{_js_json(v)}" for k, v in value.items()
+        )
+        return "{" + ",".join(members) + "}"
+    return json.dumps(str(value), ensure_ascii=False)
+
+
+def _json_equal(a: Any, b: Any) -> bool:
+    """JSON equality: numbers by value (``1 == 1.0``), booleans distinct from numbers,
+    objects regardless of key order."""
+    if _is_number(a) and _is_number(b):
+        return bool(a == b)
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
+    return type(a) is type(b) and bool(a == b)
+
+
+_NUMERIC: Final = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_INTEGER_TEXT: Final = re.compile(r"[+-]?\d+")
+_BIGINT_TEXT: Final = re.compile(r"([+-]?\d+)n")
+_MAX_SAFE_INTEGER: Final = 2**53 - 1
+
+
+def _parse_numeric(text: str) -> int | float | _Unset:
+    """A decimal numeric string as a number (surrounding whitespace allowed, as in
+    JavaScript's ``Number()``); blank, hexadecimal or non-finite text is not numeric."""
+    text = text.strip()
+    if not _NUMERIC.fullmatch(text):
+        return _UNSET
+    if _INTEGER_TEXT.fullmatch(text):
+        return int(text)
+    number = float(text)
+    return number if math.isfinite(number) else _UNSET
+
+
+# ---------------------------------------------------------------------------------------
+# Conversions
+
+
+def _convert_primitive(value: Any, type_name: str) -> Any:
+    """Pass 2 (TypeBox-style) conversion of a primitive to ``type_name``; returns
+    ``value`` unchanged when it already has the type or cannot be converted."""
+    if type_name == "string":
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if _is_number(value):
+            return _js_number(value)
+        if value is None:
+            return "null"
+    elif type_name in ("number", "integer"):
+        number: Any = value
+        if isinstance(value, bool):
+            number = int(value)
+        elif value is None:
+            number = 0
+        elif isinstance(value, str):
+            number = _parse_numeric(value)
+            if number is _UNSET:
+                lowered = value.strip().lower()
+                bigint = _BIGINT_TEXT.fullmatch(value.strip())
+                if lowered in ("true", "false"):
+                    number = int(lowered == "true")
+                elif bigint is not None and abs(int(bigint.group(1))) <= _MAX_SAFE_INTEGER:
+                    number = int(bigint.group(1))
+                else:
+                    return value
+        if type_name == "integer" and isinstance(number, float) and math.isfinite(number):
+            truncated = math.trunc(number)
+            # Beyond 2**53 every float is integral already; keep it a float rather
+            # than invent digits.
+            return truncated if abs(truncated) <= _MAX_SAFE_INTEGER else number
+        return number
+    elif type_name == "boolean":
+        if isinstance(value, str):
+            lowered = value.strip().lower()
+            if lowered in ("true", "1"):
+                return True
+            if lowered in ("false", "0"):
+                return False
+        elif _is_number(value) and value in (0, 1):
+            return value == 1
+        elif value is None:
+            return False
+    elif type_name == "null":
+        if value is False or (_is_number(value) and value == 0):
+            return None
+        if isinstance(value, str) and value.lower() in ("", "0", "null", "undefined"):
+            return None
+    return value
+
+
+def _coerce_primitive(value: Any, type_name: Any) -> Any:
+    """Pass 3 (AJV-style) coercion of a primitive to ``type_name``; ``_UNSET`` when it
+    does not apply."""
+    if type_name in ("number", "integer"):
+        number: Any = _UNSET
+        if value is None:
+            number = 0
+        elif isinstance(value, bool):
+            number = int(value)
+        elif isinstance(value, str):
+            number = _parse_numeric(value)
+        if type_name == "integer" and number is not _UNSET:
+            if not _is_integral(number):
+                return _UNSET
+            return int(number)
+        return number
+    if type_name == "boolean":
+        if value is None or value == "false" or (_is_number(value) and value == 0):
+            return False
+        if value == "true" or (_is_number(value) and value == 1):
+            return True
+    elif type_name == "string":
+        if value is None:
+            return ""
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if _is_number(value):
+            return _js_number(value)
+    elif type_name == "null" and (
+        value == "" or value is False or (_is_number(value) and value == 0)
+    ):
+        return None
+    return _UNSET
+
+
+def _literal_type(literal: Any) -> str | None:
+    if literal is None:
+        return "null"
+    if isinstance(literal, bool):
+        return "boolean"
+    if _is_number(literal):
+        return "number"
+    if isinstance(literal, str):
+        return "string"
+    return None
+
+
+# ---------------------------------------------------------------------------------------
+# Formats and patterns
+
+_DATE: Final = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
+_TIME: Final = re.compile(r"(\d{2}):(\d{2}):(\d{2})(?:\.\d+)?(?:[zZ]|[+-](\d{2}):(\d{2}))?")
+_EMAIL: Final = re.compile(
+    r"[a-zA-Z0-9.!#$%&'*+/=?^_`{|}~-]+@[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?"
+    r"(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*"
+)
+_URI: Final = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*:[^\s]*")
+_UUID: Final = re.compile(r"(?:urn:uuid:)?[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
+_HOSTNAME: Final = re.compile(
+    r"(?=.{1,253}\.?$)[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?"
+    r"(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*\.?"
+)
+_DAYS_IN_MONTH: Final = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
+def _is_date(text: str) -> bool:
+    match = _DATE.fullmatch(text)
+    if match is None:
+        return False
+    year, month, day = (int(part) for part in match.groups())
+    if not 1 <= month <= 12 or day < 1:
+        return False
+    if month == 2 and day == 29:
+        return year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+    return day <= _DAYS_IN_MONTH[month - 1]
+
+
+def _is_time(text: str, *, require_zone: bool) -> bool:
+    match = _TIME.fullmatch(text)
+    if match is None:
+        return False
+    hour, minute, second = int(match[1]), int(match[2]), int(match[3])
+    if require_zone and text[-1] not in "zZ" and match[4] is None:
+        return False
+    if match[4] is not None and (int(match[4]) > 23 or int(match[5]) > 59):
+        return False
+    return hour <= 23 and minute <= 59 and second <= 60  # 60: leap second
+
+
+def _is_ip(text: str, version: int) -> bool:
+    if "%" in text:  # zone ids are not part of the format
+        return False
+    try:
+        address = ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return address.version == version
+
+
+def _is_regex(text: str) -> bool:
+    return _compile_pattern(text) is not None
+
+
+_FORMATS: Final[dict[str, Callable[[str], bool]]] = {
+    "date-time": lambda s: (
+        len(s) > 10 and s[10] in "tT " and _is_date(s[:10]) and _is_time(s[11:], require_zone=True)
+    ),
+    "date": _is_date,
+    "time": lambda s: _is_time(s, require_zone=False),
+    "email": lambda s: _EMAIL.fullmatch(s) is not None,
+    "uri": lambda s: _URI.fullmatch(s) is not None,
+    "uuid": lambda s: _UUID.fullmatch(s) is not None,
+    "ipv4": lambda s: _is_ip(s, 4),
+    "ipv6": lambda s: _is_ip(s, 6),
+    "hostname": lambda s: _HOSTNAME.fullmatch(s) is not None,
+    "regex": _is_regex,
+}
+
+_NAMED_GROUP: Final = re.compile(r"\(\?<(?=[A-Za-z_])")
+
+
+@functools.lru_cache(maxsize=512)
+def _compile_pattern(pattern: str) -> re.Pattern[str] | None:
+    """Compile an ECMAScript-style pattern with :mod:`re`; ``None`` if it cannot be."""
+    try:
+        return re.compile(_NAMED_GROUP.sub("(?P<", pattern))
+    except (re.error, RecursionError):
+        return None
+
+
+def _search(pattern: Any, text: str) -> bool | None:
+    """Whether ``pattern`` matches somewhere in ``text``; ``None`` for a bad pattern."""
+    compiled = _compile_pattern(pattern) if isinstance(pattern, str) else None
+    if compiled is None:
+        return None
+    return compiled.search(text) is not None
+
+
+# ---------------------------------------------------------------------------------------
+# The schema walker
+
+# Schema nesting (including $ref hops) deeper than this is reported as ``invalid``
+# instead of exhausting the interpreter's stack.
+_MAX_DEPTH: Final = 200
+_ENUM_SHOWN: Final = 20
+
+_Converter: TypeAlias = Callable[[Any, Any, int], Any]
+
+
+def _as_dict(schema: Any, key: str) -> dict[str, Any]:
+    value = schema.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _tuple_schemas(schema: dict[str, Any]) -> tuple[list[Any] | None, Any]:
+    """``(positional schemas or None, schema of the remaining items)`` of an array
+    schema, for both the 2020-12 (``prefixItems``/``items``) and draft 7
+    (``items`` list/``additionalItems``) spellings."""
+    prefix = schema.get("prefixItems")
+    items = schema.get("items", True)
+    if isinstance(prefix, list):
+        return prefix, items
+    if isinstance(items, list):
+        return items, schema.get("additionalItems", True)
+    return None, items
+
+
+class _Schema:
+    """One validation run over a root schema (``$ref`` targets resolve against it)."""
+
+    def __init__(self, root: Any) -> None:
+        self.root = root
+        # (schema id, value id) pairs whose $ref is being expanded: re-entering one means
+        # a reference cycle that consumes no data, which cannot fail by itself.
+        self._expanding: set[tuple[int, int]] = set()
+
+    def resolve(self, ref: Any) -> Any:
+        """The schema a local ``$ref`` points to, or ``_UNSET``."""
+        if not isinstance(ref, str) or not ref.startswith("#"):
+            return _UNSET
+        fragment = urllib.parse.unquote(ref[1:])
+        node: Any = self.root
+        if fragment:
+            if not fragment.startswith("/"):
+                return _UNSET
+            for token in fragment[1:].split("/"):
+                token = token.replace("~1", "/").replace("~0", "~")
+                if isinstance(node, dict) and token in node:
+                    node = node[token]
+                elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+                    node = node[int(token)]
+                else:
+                    return _UNSET
+        return node if isinstance(node, dict | bool) else _UNSET
+
+    def _with_ref(self, schema: dict[str, Any], value: Any, fn: Callable[[Any], Any]) -> Any:
+        """Apply ``fn`` to the target of ``schema``'s ``$ref`` unless that would re-enter
+        a reference already being expanded for this value (then ``_CYCLE``); ``_UNSET``
+        if the reference does not resolve."""
+        target = self.resolve(schema["$ref"])
+        if target is _UNSET:
+            return _UNSET
+        key = (id(target), id(value))
+        if key in self._expanding:
+            return _CYCLE
+        self._expanding.add(key)
+        try:
+            return fn(target)
+        finally:
+            self._expanding.discard(key)
+
+    def is_valid(self, value: Any, schema: Any, depth: int = 0) -> bool:
+        errors: list[_Error] = []
+        self.check(value, schema, (), errors, depth)
+        return not errors
+
+    # -- pass 1: optional nulls --------------------------------------------------------
+
+    def drop_optional_nulls(self, value: Any, schema: Any, depth: int) -> None:
+        """Delete optional ``null`` members the schema would reject (in place)."""
+        if not isinstance(schema, dict) or depth > _MAX_DEPTH:
+            return
+        if "$ref" in schema:
+            self._with_ref(schema, value, lambda t: self.drop_optional_nulls(value, t, depth + 1))
+        for branch in schema.get("allOf") or ():
+            self.drop_optional_nulls(value, branch, depth + 1)
+        if isinstance(value, dict):
+            properties = _as_dict(schema, "properties")
+            required_list = schema.get("required")
+            required = (
+                {name for name in required_list or () if isinstance(name, str)}
+                if isinstance(required_list, list)
+                else set()
+            )
+            for key in list(value):
+                if key not in properties:
+                    continue
+                member_schema = properties[key]
+                if (
+                    value[key] is None
+                    and key not in required
+                    and not (isinstance(member_schema, dict) and "$ref" in member_schema)
+                    and not self.is_valid(None, member_schema, depth + 1)
+                ):
+                    del value[key]
+                else:
+                    self.drop_optional_nulls(value[key], member_schema, depth + 1)
+        elif isinstance(value, list):
+            positional, rest = _tuple_schemas(schema)
+            for index, item in enumerate(value):
+                if positional is not None and index < len(positional):
+                    self.drop_optional_nulls(item, positional[index], depth + 1)
+                else:
+                    self.drop_optional_nulls(item, rest, depth + 1)
+
+    # -- pass 2: conversion by keyword ---------------------------------------------------
+
+    def convert(self, value: Any, schema: Any, depth: int) -> Any:
+        """TypeBox-style conversion by the node's first applicable keyword."""
+        if not isinstance(schema, dict) or depth > _MAX_DEPTH:
+            return value
+        if "$ref" in schema:
+            converted = self._with_ref(schema, value, lambda t: self.convert(value, t, depth + 1))
+            if converted is not _UNSET and converted is not _CYCLE:
+                value = converted
+        if "const" in schema:
+            return self._convert_literal(value, [schema["const"]], schema, depth)
+        if isinstance(schema.get("enum"), list):
+            return self._convert_literal(value, schema["enum"], schema, depth)
+        for keyword in ("anyOf", "oneOf"):
+            if isinstance(schema.get(keyword), list):
+                return self._convert_union(value, schema[keyword], schema, depth, self.convert)
+        if isinstance(schema.get("allOf"), list):
+            for branch in schema["allOf"]:
+                value = self.convert(value, branch, depth + 1)
+            return value
+        type_name = schema.get("type")
+        if isinstance(type_name, str):
+            value = _convert_primitive(value, type_name)
+            if type_name == "array" and not isinstance(value, list):
+                if _tuple_schemas(schema)[0] is not None:
+                    return value  # tuples never wrap
+                value = [value]
+        # Type lists are left to pass 3, which tries the listed types in order.
+        return self._walk(value, schema, depth, self.convert)
+
+    def _convert_literal(
+        self, value: Any, literals: list[Any], schema: dict[str, Any], depth: int
+    ) -> Any:
+        if any(_json_equal(value, literal) for literal in literals):
+            return value
+        for literal in literals:
+            type_name = _literal_type(literal)
+            if type_name is None:
+                continue
+            converted = _convert_primitive(value, type_name)
+            if _json_equal(converted, literal) and self.is_valid(literal, schema, depth + 1):
+                return literal
+        return value
+
+    def _convert_union(
+        self,
+        value: Any,
+        branches: list[Any],
+        schema: dict[str, Any],
+        depth: int,
+        converter: _Converter,
+    ) -> Any:
+        if any(self.is_valid(value, branch, depth + 1) for branch in branches):
+            return value
+        for branch in branches:
+            converted = converter(copy.deepcopy(value), branch, depth + 1)
+            if self.is_valid(converted, schema, depth + 1):
+                return converted
+        return value
+
+    def _walk(self, value: Any, schema: dict[str, Any], depth: int, converter: _Converter) -> Any:
+        """Apply ``converter`` to the members or items of a container (in place)."""
+        if isinstance(value, dict):
+            properties = _as_dict(schema, "properties")
+            patterns = _as_dict(schema, "patternProperties")
+            additional = schema.get("additionalProperties")
+            for key in list(value):
+                matched = False
+                if key in properties:
+                    value[key] = converter(value[key], properties[key], depth + 1)
+                    matched = True
+                for pattern, member_schema in patterns.items():
+                    if _search(pattern, key):
+                        value[key] = converter(value[key], member_schema, depth + 1)
+                        matched = True
+                if not matched and isinstance(additional, dict):
+                    value[key] = converter(value[key], additional, depth + 1)
+        elif isinstance(value, list):
+            positional, rest = _tuple_schemas(schema)
+            for index, item in enumerate(value):
+                if positional is not None and index < len(positional):
+                    value[index] = converter(item, positional[index], depth + 1)
+                elif isinstance(rest, dict):
+                    value[index] = converter(item, rest, depth + 1)
+        return value
+
+    # -- pass 3: primitive coercion by type ----------------------------------------------
+
+    def coerce(self, value: Any, schema: Any, depth: int) -> Any:
+        """AJV-style coercion: a primitive matching none of the node's types becomes the
+        first listed type it can be coerced to."""
+        if not isinstance(schema, dict) or depth > _MAX_DEPTH:
+            return value
+        if "$ref" in schema:
+            coerced = self._with_ref(schema, value, lambda t: self.coerce(value, t, depth + 1))
+            if coerced is not _UNSET and coerced is not _CYCLE:
+                value = coerced
+        type_spec = schema.get("type")
+        types = [type_spec] if isinstance(type_spec, str) else type_spec
+        if isinstance(types, list) and not any(_has_type(value, t) for t in types):
+            for type_name in types:
+                coerced = _coerce_primitive(value, type_name)
+                if coerced is not _UNSET:
+                    value = coerced
+                    break
+        for branch in schema.get("allOf") or ():
+            value = self.coerce(value, branch, depth + 1)
+        for keyword in ("anyOf", "oneOf"):
+            if isinstance(schema.get(keyword), list):
+                value = self._convert_union(value, schema[keyword], schema, depth, self.coerce)
+        return self._walk(value, schema, depth, self.coerce)
+
+    # -- the check -----------------------------------------------------------------------
+
+    def check(self, value: Any, schema: Any, path: _Path, errors: list[_Error], depth: int) -> None:
+        """Append one error per failing keyword of ``schema`` (and its subschemas)."""
+        if not isinstance(schema, dict):
+            if schema is False:
+                errors.append((path, "no value is allowed here", False))
+            return  # ``true`` (and anything that is not a schema) accepts every value
+        if depth > _MAX_DEPTH:
+            errors.append((path, "invalid", False))
+            return
+        type_spec = schema.get("type")
+        types = [type_spec] if isinstance(type_spec, str) else type_spec
+        if isinstance(types, list) and types and not any(_has_type(value, t) for t in types):
+            expected = " or ".join(str(t) for t in types)
+            errors.append((path, f"expected {expected}, got {_type_name(value)}", True))
+            return  # a node of the wrong type is not checked further
+        if "$ref" in schema:
+
+            def check_target(target: Any) -> bool:
+                self.check(value, target, path, errors, depth + 1)
+                return True
+
+            if self._with_ref(schema, value, check_target) is _UNSET:
+                errors.append((path, f"unresolved reference {schema['$ref']}", False))
+        if "const" in schema and not _json_equal(value, schema["const"]):
+            errors.append((path, f"expected {_js_json(schema['const'])}", False))
+        enum = schema.get("enum")
+        if isinstance(enum, list) and not any(_json_equal(value, item) for item in enum):
+            errors.append((path, f"expected one of {_format_enum(enum)}", False))
+        if isinstance(value, str):
+            self._check_string(value, schema, path, errors)
+        elif _is_number(value):
+            self._check_number(value, schema, path, errors)
+        elif isinstance(value, list):
+            self._check_array(value, schema, path, errors, depth)
+        elif isinstance(value, dict):
+            self._check_object(value, schema, path, errors, depth)
+        self._check_combinators(value, schema, path, errors, depth)
+
+    def _check_string(
+        self, value: str, schema: dict[str, Any], path: _Path, errors: list[_Error]
+    ) -> None:
+        min_length = schema.get("minLength")
+        if _is_number(min_length) and len(value) < min_length:
+            errors.append((path, f"expected at least {_js_number(min_length)} characters", False))
+        max_length = schema.get("maxLength")
+        if _is_number(max_length) and len(value) > max_length:
+            errors.append((path, f"expected at most {_js_number(max_length)} characters", False))
+        if "pattern" in schema:
+            matched = _search(schema["pattern"], value)
+            if matched is None:
+                errors.append((path, "invalid", False))
+            elif not matched:
+                errors.append((path, f"expected to match {schema['pattern']}", False))
+        fmt = schema.get("format")
+        if isinstance(fmt, str) and fmt in _FORMATS and not _FORMATS[fmt](value):
+            errors.append((path, f"expected format {fmt}", False))
+
+    def _check_number(
+        self, value: float, schema: dict[str, Any], path: _Path, errors: list[_Error]
+    ) -> None:
+        minimum, maximum = schema.get("minimum"), schema.get("maximum")
+        exclusive_min, exclusive_max = (
+            schema.get("exclusiveMinimum"),
+            schema.get("exclusiveMaximum"),
+        )
+        if _is_number(minimum):
+            if exclusive_min is True:  # draft 4 spelling
+                if value <= minimum:
+                    errors.append((path, f"expected > {_js_number(minimum)}", False))
+            elif value < minimum:
+                errors.append((path, f"expected >= {_js_number(minimum)}", False))
+        if _is_number(maximum):
+            if exclusive_max is True:
+                if value >= maximum:
+                    errors.append((path, f"expected < {_js_number(maximum)}", False))
+            elif value > maximum:
+                errors.append((path, f"expected <= {_js_number(maximum)}", False))
+        if _is_number(exclusive_min) and value <= exclusive_min:
+            errors.append((path, f"expected > {_js_number(exclusive_min)}", False))
+        if _is_number(exclusive_max) and value >= exclusive_max:
+            errors.append((path, f"expected < {_js_number(exclusive_max)}", False))
+        multiple_of = schema.get("multipleOf")
+        if _is_number(multiple_of) and multiple_of > 0 and not _is_multiple(value, multiple_of):
+            errors.append((path, f"expected a multiple of {_js_number(multiple_of)}", False))
+
+    def _check_array(
+        self,
+        value: list[Any],
+        schema: dict[str, Any],
+        path: _Path,
+        errors: list[_Error],
+        depth: int,
+    ) -> None:
+        min_items, max_items = schema.get("minItems"), schema.get("maxItems")
+        if _is_number(min_items) and len(value) < min_items:
+            errors.append((path, f"expected at least {_js_number(min_items)} items", False))
+        if _is_number(max_items) and len(value) > max_items:
+            errors.append((path, f"expected at most {_js_number(max_items)} items", False))
+        if schema.get("uniqueItems") is True and not _all_unique(value):
+            errors.append((path, "expected unique items", False))
+        positional, rest = _tuple_schemas(schema)
+        for index, item in enumerate(value):
+            if positional is not None and index < len(positional):
+                item_schema = positional[index]
+            else:
+                item_schema = rest
+            self.check(item, item_schema, (*path, index), errors, depth + 1)
+
+    def _check_object(
+        self,
+        value: dict[str, Any],
+        schema: dict[str, Any],
+        path: _Path,
+        errors: list[_Error],
+        depth: int,
+    ) -> None:
+        required = schema.get("required")
+        if isinstance(required, list):
+            for name in required:
+                if isinstance(name, str) and name not in value:
+                    errors.append(((*path, name), "missing", False))
+        properties = _as_dict(schema, "properties")
+        patterns = _as_dict(schema, "patternProperties")
+        additional = schema.get("additionalProperties", True)
+        for key, member in value.items():
+            member_path = (*path, key)
+            matched = False
+            if key in properties:
+                self.check(member, properties[key], member_path, errors, depth + 1)
+                matched = True
+            for pattern, member_schema in patterns.items():
+                if _search(pattern, key):
+                    self.check(member, member_schema, member_path, errors, depth + 1)
+                    matched = True
+            if not matched:
+                if additional is False:
+                    errors.append((member_path, "unknown field", False))
+                else:
+                    self.check(member, additional, member_path, errors, depth + 1)
+        min_properties, max_properties = schema.get("minProperties"), schema.get("maxProperties")
+        if _is_number(min_properties) and len(value) < min_properties:
+            count = _js_number(min_properties)
+            errors.append((path, f"expected at least {count} properties", False))
+        if _is_number(max_properties) and len(value) > max_properties:
+            count = _js_number(max_properties)
+            errors.append((path, f"expected at most {count} properties", False))
+
+    def _check_combinators(
+        self, value: Any, schema: dict[str, Any], path: _Path, errors: list[_Error], depth: int
+    ) -> None:
+        all_of = schema.get("allOf")
+        if isinstance(all_of, list):
+            for branch in all_of:
+                self.check(value, branch, path, errors, depth + 1)
+        for keyword in ("anyOf", "oneOf"):
+            branches = schema.get(keyword)
+            if not isinstance(branches, list):
+                continue
+            failures: list[list[_Error]] = []
+            passing = 0
+            for branch in branches:
+                branch_errors: list[_Error] = []
+                self.check(value, branch, path, branch_errors, depth + 1)
+                if not branch_errors:
+                    passing += 1
+                    if keyword == "anyOf":
+                        break
+                else:
+                    failures.append(branch_errors)
+            if passing > 1:
+                errors.append((path, "matches more than one alternative", False))
+            elif passing == 0:
+                errors.extend(_best_alternative(failures, path))
+        if "not" in schema and self.is_valid(value, schema["not"], depth + 1):
+            errors.append((path, "must not match the schema in not", False))
+
+
+def _best_alternative(failures: list[list[_Error]], path: _Path) -> list[_Error]:
+    """The errors of the union branch that came closest, or ``matches no alternative``.
+
+    A branch counts only if the value has its type (its errors are not just a type
+    mismatch at the union's own position); among those the first with the fewest
+    errors wins, so ``"a" | "b"`` given ``"c"`` reports ``expected "a"``.
+    """
+    candidates = [
+        branch_errors
+        for branch_errors in failures
+        if not (len(branch_errors) == 1 and branch_errors[0][2] and branch_errors[0][0] == path)
+    ]
+    if not candidates:
+        return [(path, "matches no alternative", False)]
+    return min(candidates, key=len)
+
+
+def _format_enum(values: list[Any]) -> str:
+    if len(values) <= _ENUM_SHOWN:
+        return _js_json(values)
+    shown = ",".join(_js_json(item) for item in values[:_ENUM_SHOWN])
+    return f"[{shown}, ... and {len(values) - _ENUM_SHOWN} more]"
+
+
+def _is_multiple(value: float, divisor: float) -> bool:
+    if isinstance(value, int) and isinstance(divisor, int):
+        return value % divisor == 0
+    if not (math.isfinite(value) and math.isfinite(divisor)):
+        return False
+    # Decimal arithmetic on the shortest decimal forms, so 0.3 is a multiple of 0.1; the
+    # precision covers every quotient of two floats (exponents span about 630 digits).
+    with decimal.localcontext() as context:
+        context.prec = 700
+        try:
+            return Decimal(repr(value)) % Decimal(repr(divisor)) == 0
+        except decimal.DecimalException:
+            return False
+
+
+def _all_unique(items: list[Any]) -> bool:
+    for index, item in enumerate(items):
+        if any(_json_equal(item, other) for other in items[index + 1 :]):
+            return False
+    return True

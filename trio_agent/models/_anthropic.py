@@ -1,0 +1,671 @@
+"""The ``anthropic-messages`` API: Anthropic's Messages endpoint over SSE.
+
+Request building and event mapping follow reference ``upstream-ai.md`` §6.2 and the
+thinking rules of §5.2. The request goes through the shared pipeline of :mod:`._http`
+(keys, headers, hooks, retries, SSE framing, error and abort handling); this module only
+knows the Anthropic wire shapes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from collections.abc import AsyncGenerator, Iterator, Sequence
+from typing import Any, Literal
+
+from .._events import AssistantMessageEvent
+from .._messages import (
+    AssistantMessage,
+    ImageContent,
+    Message,
+    Model,
+    SystemMessage,
+    TextContent,
+    ThinkingContent,
+    ToolDeclaration,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+from .._streaming import LlmContext, StreamOptions
+from .._transcript import collapse_system_messages, get_system_message_text
+from ._builder import AssistantMessageBuilder
+from ._cost import (
+    adjust_max_tokens_for_thinking,
+    calculate_cost,
+    clamp_max_tokens_to_context,
+    clamp_thinking_level,
+)
+from ._http import (
+    HttpApi,
+    HttpEnv,
+    HttpError,
+    ProviderRequest,
+    ProviderStreamError,
+    SseEvent,
+    compact_json,
+    compat_value,
+    parse_sse_json,
+    stream_http,
+    truncate_body,
+)
+from ._transform import sanitize_surrogates, transform_messages
+
+__all__ = [
+    "ANTHROPIC_MESSAGES",
+    "ANTHROPIC_VERSION",
+    "AnthropicEventMapper",
+    "build_anthropic_body",
+    "build_anthropic_request",
+    "convert_anthropic_messages",
+    "convert_anthropic_tools",
+    "format_anthropic_http_error",
+    "normalize_anthropic_tool_call_id",
+    "stream_anthropic",
+]
+
+API = "anthropic-messages"
+ANTHROPIC_VERSION = "2023-06-01"
+INTERLEAVED_THINKING_BETA = "interleaved-thinking-2025-05-14"
+FINE_GRAINED_TOOL_STREAMING_BETA = "fine-grained-tool-streaming-2025-05-14"
+REDACTED_THINKING_TEXT = "[Reasoning redacted]"
+
+CacheRetention = Literal["none", "short", "long"]
+
+_INVALID_ID_CHARS = re.compile(r"[^A-Za-z0-9_-]")
+
+
+# ---------------------------------------------------------------------------------------
+# Request
+
+
+def normalize_anthropic_tool_call_id(tool_call_id: str) -> str:
+    """Anthropic accepts tool-use ids of ``[A-Za-z0-9_-]``, at most 64 characters."""
+    return _INVALID_ID_CHARS.sub("_", tool_call_id)[:64]
+
+
+def _cache_control(retention: CacheRetention) -> dict[str, Any] | None:
+    if retention == "none":
+        return None
+    if retention == "long":
+        return {"type": "ephemeral", "ttl": "1h"}
+    return {"type": "ephemeral"}
+
+
+def _image_block(image: ImageContent) -> dict[str, Any]:
+    return {
+        "type": "image",
+        "source": {"type": "base64", "media_type": image.mime_type, "data": image.data},
+    }
+
+
+def _user_content(message: UserMessage) -> str | list[dict[str, Any]] | None:
+    if isinstance(message.content, str):
+        # Whitespace-only user messages are rejected by the API, so they are skipped.
+        return sanitize_surrogates(message.content) if message.content.strip() else None
+    blocks: list[dict[str, Any]] = []
+    for block in message.content:
+        if isinstance(block, TextContent):
+            if block.text.strip():
+                blocks.append({"type": "text", "text": sanitize_surrogates(block.text)})
+        else:
+            blocks.append(_image_block(block))
+    return blocks or None
+
+
+def _assistant_content(message: AssistantMessage, model: Model) -> list[dict[str, Any]]:
+    allow_empty_signature = bool(compat_value(model, "allowEmptySignature", False))
+    blocks: list[dict[str, Any]] = []
+    for block in message.content:
+        if isinstance(block, TextContent):
+            if block.text.strip():
+                blocks.append({"type": "text", "text": sanitize_surrogates(block.text)})
+        elif isinstance(block, ThinkingContent):
+            if block.redacted:
+                blocks.append({"type": "redacted_thinking", "data": block.thinking_signature or ""})
+            elif block.thinking_signature:
+                blocks.append(
+                    {
+                        "type": "thinking",
+                        "thinking": sanitize_surrogates(block.thinking),
+                        "signature": block.thinking_signature,
+                    }
+                )
+            elif not block.thinking.strip():
+                continue
+            elif allow_empty_signature:
+                blocks.append(
+                    {
+                        "type": "thinking",
+                        "thinking": sanitize_surrogates(block.thinking),
+                        "signature": "",
+                    }
+                )
+            else:
+                # The API refuses thinking without a signature; keep the reasoning as text.
+                blocks.append({"type": "text", "text": sanitize_surrogates(block.thinking)})
+        else:
+            blocks.append(
+                {
+                    "type": "tool_use",
+                    "id": normalize_anthropic_tool_call_id(block.id),
+                    "name": block.name,
+                    "input": block.arguments,
+                }
+            )
+    return blocks
+
+
+def _tool_result_blocks(
+    results: Sequence[ToolResultMessage],
+) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    # The API accepts no images inside an error tool_result: they follow all results.
+    moved: list[dict[str, Any]] = []
+    for result in results:
+        texts = [
+            sanitize_surrogates(block.text)
+            for block in result.content
+            if isinstance(block, TextContent)
+        ]
+        images = [block for block in result.content if isinstance(block, ImageContent)]
+        content: str | list[dict[str, Any]]
+        if not images:
+            content = "\n".join(texts)
+        elif result.is_error:
+            content = "\n".join(texts) or "(see attached image)"
+            moved.append(
+                {
+                    "type": "text",
+                    "text": (
+                        f"Images from the error result of tool call {result.tool_call_id} "
+                        f"({result.tool_name}):"
+                    ),
+                }
+            )
+            moved.extend(_image_block(image) for image in images)
+        else:
+            parts: list[dict[str, Any]] = [{"type": "text", "text": text} for text in texts if text]
+            if not parts:
+                parts.append({"type": "text", "text": "(see attached image)"})
+            parts.extend(_image_block(image) for image in images)
+            content = parts
+        blocks.append(
+            {
+                "type": "tool_result",
+                "tool_use_id": normalize_anthropic_tool_call_id(result.tool_call_id),
+                "content": content,
+                "is_error": result.is_error,
+            }
+        )
+    return blocks + moved
+
+
+def convert_anthropic_messages(messages: Sequence[Message], model: Model) -> list[dict[str, Any]]:
+    """Convert a collapsed, transformed transcript to Anthropic ``messages``.
+
+    System messages are skipped (the leading one goes to ``system``); consecutive tool
+    results become one user message; empty messages are skipped.
+    """
+    params: list[dict[str, Any]] = []
+    index = 0
+    while index < len(messages):
+        message = messages[index]
+        if isinstance(message, UserMessage):
+            content = _user_content(message)
+            if content is not None:
+                params.append({"role": "user", "content": content})
+        elif isinstance(message, AssistantMessage):
+            blocks = _assistant_content(message, model)
+            if blocks:
+                params.append({"role": "assistant", "content": blocks})
+        elif isinstance(message, ToolResultMessage):
+            run: list[ToolResultMessage] = []
+            while index < len(messages):
+                candidate = messages[index]
+                if not isinstance(candidate, ToolResultMessage):
+                    break
+                run.append(candidate)
+                index += 1
+            params.append({"role": "user", "content": _tool_result_blocks(run)})
+            continue
+        index += 1
+    return params
+
+
+def _input_schema(parameters: dict[str, Any]) -> dict[str, Any]:
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": parameters.get("properties", {}),
+        "required": parameters.get("required", []),
+    }
+    # Other root keywords are not accepted in input_schema.
+    for key in ("additionalProperties", "$defs", "definitions"):
+        if key in parameters:
+            schema[key] = parameters[key]
+    return schema
+
+
+def _eager_input_streaming(model: Model) -> bool:
+    return compat_value(model, "supportsEagerToolInputStreaming", True) is not False
+
+
+def convert_anthropic_tools(tools: Sequence[ToolDeclaration], model: Model) -> list[dict[str, Any]]:
+    """Convert tool declarations to Anthropic ``tools`` entries."""
+    eager = _eager_input_streaming(model)
+    strict = bool(compat_value(model, "supportsStrictTools", False))
+    converted: list[dict[str, Any]] = []
+    for tool in tools:
+        entry: dict[str, Any] = {
+            "name": tool.name,
+            "description": sanitize_surrogates(tool.description),
+        }
+        if eager:
+            entry["eager_input_streaming"] = True
+        entry["input_schema"] = _input_schema(tool.parameters)
+        if strict:
+            entry["strict"] = True
+        converted.append(entry)
+    return converted
+
+
+def _thinking_disabled_body(model: Model) -> dict[str, Any] | None:
+    level_map = model.thinking_level_map or {}
+    # A model mapping "off" to None has no way to switch thinking off: send nothing.
+    if model.reasoning and not ("off" in level_map and level_map["off"] is None):
+        return {"type": "disabled"}
+    return None
+
+
+def _adaptive_effort(model: Model, level: str) -> str:
+    mapped = (model.thinking_level_map or {}).get(level)
+    if isinstance(mapped, str):
+        return mapped
+    if level in ("minimal", "low"):
+        return "low"
+    if level == "medium":
+        return "medium"
+    return "high"
+
+
+def build_anthropic_body(
+    model: Model,
+    messages: Sequence[Message],
+    options: StreamOptions,
+    *,
+    cache_retention: CacheRetention = "short",
+) -> tuple[dict[str, Any], list[str]]:
+    """Build the request body and the beta flags (sent as the ``anthropic-beta`` header).
+
+    Args:
+        model: The target model.
+        messages: The transcript, already collapsed (at most one leading system message)
+            and transformed for ``model``.
+        options: Request options (``reasoning``, ``max_tokens``, ``temperature``,
+            ``thinking_budgets`` are used here).
+        cache_retention: ``"short"`` marks the system block, the last tool and the last
+            user block with ``cache_control``; ``"none"`` sends no cache markers.
+
+    Returns:
+        ``(body, betas)``.
+    """
+    cache = _cache_control(cache_retention)
+    system = messages[0] if messages and isinstance(messages[0], SystemMessage) else None
+    rest = messages[1:] if system is not None else messages
+    betas: list[str] = []
+
+    max_tokens = clamp_max_tokens_to_context(
+        model, messages, options.max_tokens or model.max_tokens
+    )
+    # No requested level means no thinking; a requested one is clamped to what the model
+    # supports (which may be "off").
+    requested = options.reasoning or "off"
+    level = "off" if requested == "off" else clamp_thinking_level(model, requested)
+    thinking: dict[str, Any] | None
+    output_config: dict[str, Any] | None = None
+    thinking_enabled = level != "off"
+    if not thinking_enabled:
+        thinking = _thinking_disabled_body(model)
+    elif compat_value(model, "forceAdaptiveThinking", False):
+        thinking = {"type": "adaptive", "display": "summarized"}
+        output_config = {"effort": _adaptive_effort(model, level)}
+    else:
+        max_tokens, budget = adjust_max_tokens_for_thinking(
+            max_tokens, model.max_tokens, level, options.thinking_budgets
+        )
+        max_tokens = clamp_max_tokens_to_context(model, messages, max_tokens)
+        budget = min(budget, max(0, max_tokens - 1024))
+        thinking = {"type": "enabled", "budget_tokens": budget, "display": "summarized"}
+        betas.append(INTERLEAVED_THINKING_BETA)
+
+    converted = convert_anthropic_messages(rest, model)
+    if cache is not None and converted and converted[-1]["role"] == "user":
+        last = converted[-1]
+        if isinstance(last["content"], str):
+            last["content"] = [{"type": "text", "text": last["content"]}]
+        last["content"][-1] = {**last["content"][-1], "cache_control": cache}
+
+    body: dict[str, Any] = {
+        "model": model.id,
+        "messages": converted,
+        "max_tokens": max_tokens,
+        "stream": True,
+    }
+    if system is not None:
+        text = sanitize_surrogates(get_system_message_text(system))
+        if text:
+            block: dict[str, Any] = {"type": "text", "text": text}
+            if cache is not None:
+                block["cache_control"] = cache
+            body["system"] = [block]
+    tools = list(system.tools_added or ()) if system is not None else []
+    if tools:
+        converted_tools = convert_anthropic_tools(tools, model)
+        if cache is not None:
+            converted_tools[-1]["cache_control"] = cache
+        body["tools"] = converted_tools
+        if not _eager_input_streaming(model):
+            betas.append(FINE_GRAINED_TOOL_STREAMING_BETA)
+    if thinking is not None:
+        body["thinking"] = thinking
+    if output_config is not None:
+        body["output_config"] = output_config
+    if options.temperature is not None and not thinking_enabled:
+        body["temperature"] = options.temperature
+    return body, betas
+
+
+# ---------------------------------------------------------------------------------------
+# Stream events
+
+
+_STOP_REASONS: dict[str, Literal["stop", "length", "toolUse"]] = {
+    "end_turn": "stop",
+    "pause_turn": "stop",
+    "stop_sequence": "stop",
+    "max_tokens": "length",
+    "tool_use": "toolUse",
+}
+
+_HANDLED_EVENTS = frozenset(
+    {
+        "message_start",
+        "message_delta",
+        "message_stop",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+    }
+)
+
+
+def _stop_reason_error(reason: str, data: dict[str, Any]) -> str:
+    if reason == "refusal":
+        details = data.get("delta", {}).get("stop_details") or data.get("stop_details") or {}
+        explanation = details.get("explanation") if isinstance(details, dict) else None
+        return explanation or "The model refused to complete the request"
+    if reason == "sensitive":
+        return "Provider stopped with: sensitive"
+    return f"Unhandled stop reason: {reason}"
+
+
+class AnthropicEventMapper:
+    """Maps the SSE events of one Anthropic response onto an
+    :class:`AssistantMessageBuilder` (an :class:`~._http.SseMapper`).
+
+    Failures raise :class:`~._http.ProviderStreamError`; its message becomes the
+    assistant's ``error_message``.
+    """
+
+    def __init__(self, builder: AssistantMessageBuilder, model: Model) -> None:
+        self.finished = False
+        """Set once ``message_stop`` arrived: nothing after it matters."""
+        self._builder = builder
+        self._model = model
+        self._blocks: dict[int, int] = {}
+        """Provider block index -> content index (unknown block kinds are absent)."""
+        self._error_data: str | None = None
+        self._stop_reason: Literal["stop", "length", "toolUse"] | None = None
+        self._stop_error: str | None = None
+        self._tokens = {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0}
+        self._reasoning: int | None = None
+
+    def parse(self, sse: SseEvent) -> Any:
+        """The event's JSON (with its ``type``); an ``error`` event keeps its raw data.
+
+        Raises:
+            ProviderStreamError: the data of a processed event is not JSON.
+        """
+        if sse.event == "error":
+            # Upstream reports the raw data string of an error event as the message.
+            self._error_data = sse.data
+            try:
+                return json.loads(sse.data)
+            except ValueError:
+                return {"type": "error", "data": sse.data}
+        if sse.event != "message" and sse.event not in _HANDLED_EVENTS:
+            return None  # ping and future event kinds
+        payload = parse_sse_json(sse.data)
+        if not isinstance(payload, dict):
+            return None
+        if sse.event != "message" and payload.get("type") != sse.event:
+            payload = {**payload, "type": sse.event}
+        return payload
+
+    def map(self, event: Any) -> list[AssistantMessageEvent]:
+        """Apply one parsed event.
+
+        Raises:
+            ProviderStreamError: for an ``error`` event (its raw data is the message).
+        """
+        kind = event.get("type")
+        if self._error_data is not None or kind == "error":
+            raise ProviderStreamError(self._error_data or compact_json(event))
+        if kind not in _HANDLED_EVENTS:
+            return []
+        handler = getattr(self, f"_on_{kind}")
+        result: list[AssistantMessageEvent] = handler(event)
+        return result
+
+    def finish(self) -> Iterator[AssistantMessageEvent]:
+        """The terminal ``done`` event once the body ended.
+
+        Raises:
+            ProviderStreamError: the stream ended before ``message_stop`` or without a stop
+                reason, or the stop reason is an error (refusal, unknown reason, ...).
+        """
+        if not self.finished:
+            raise ProviderStreamError("Anthropic stream ended before message_stop")
+        if self._stop_error is not None:
+            raise ProviderStreamError(self._stop_error)
+        if self._stop_reason is None:
+            raise ProviderStreamError("Anthropic stream ended without a stop reason")
+        yield self._builder.done(self._stop_reason)
+
+    # -- handlers ---------------------------------------------------------------------
+
+    def _on_message_start(self, payload: dict[str, Any]) -> list[AssistantMessageEvent]:
+        message = payload.get("message") or {}
+        builder = self._builder
+        if message.get("id"):
+            builder.response_id = message["id"]
+        response_model = message.get("model")
+        if response_model and response_model != builder.model:
+            builder.response_model = response_model
+        self._update_usage(message.get("usage") or {})
+        return []
+
+    def _on_message_delta(self, payload: dict[str, Any]) -> list[AssistantMessageEvent]:
+        delta = payload.get("delta") or {}
+        reason = delta.get("stop_reason")
+        if reason is not None:
+            mapped = _STOP_REASONS.get(reason)
+            if mapped is None:
+                self._stop_error = _stop_reason_error(reason, payload)
+            else:
+                self._stop_reason = mapped
+                self._builder.stop_reason = mapped
+        self._update_usage(payload.get("usage") or {})
+        return []
+
+    def _on_message_stop(self, payload: dict[str, Any]) -> list[AssistantMessageEvent]:
+        self.finished = True
+        return []
+
+    def _on_content_block_start(self, payload: dict[str, Any]) -> list[AssistantMessageEvent]:
+        block = payload.get("content_block") or {}
+        kind = block.get("type")
+        builder = self._builder
+        event: AssistantMessageEvent
+        if kind == "text":
+            index, event = builder.start_text(block.get("text") or "")
+        elif kind == "thinking":
+            index, event = builder.start_thinking(
+                block.get("thinking") or "", signature=block.get("signature") or ""
+            )
+        elif kind == "redacted_thinking":
+            index, event = builder.start_thinking(
+                REDACTED_THINKING_TEXT, signature=block.get("data") or "", redacted=True
+            )
+        elif kind == "tool_use":
+            arguments = block.get("input")
+            index, event = builder.start_tool_call(
+                id=block.get("id") or "",
+                name=block.get("name") or "",
+                arguments=arguments if isinstance(arguments, dict) else None,
+            )
+        else:
+            return []
+        self._blocks[payload.get("index", 0)] = index
+        return [event]
+
+    def _on_content_block_delta(self, payload: dict[str, Any]) -> list[AssistantMessageEvent]:
+        index = self._blocks.get(payload.get("index", 0))
+        if index is None:
+            return []
+        delta = payload.get("delta") or {}
+        kind = delta.get("type")
+        builder = self._builder
+        if kind == "text_delta":
+            return [builder.text_delta(index, delta.get("text") or "")]
+        if kind == "thinking_delta":
+            return [builder.thinking_delta(index, delta.get("thinking") or "")]
+        if kind == "input_json_delta":
+            return [builder.tool_call_delta(index, delta.get("partial_json") or "")]
+        if kind == "signature_delta":
+            builder.set_thinking_signature(index, delta.get("signature") or "", append=True)
+        return []
+
+    def _on_content_block_stop(self, payload: dict[str, Any]) -> list[AssistantMessageEvent]:
+        index = self._blocks.pop(payload.get("index", 0), None)
+        if index is None:
+            return []
+        return [self._builder.end_block(index)]
+
+    # -- usage ------------------------------------------------------------------------
+
+    def _update_usage(self, usage: dict[str, Any]) -> None:
+        fields = {
+            "input": "input_tokens",
+            "output": "output_tokens",
+            "cache_read": "cache_read_input_tokens",
+            "cache_write": "cache_creation_input_tokens",
+        }
+        changed = False
+        for ours, theirs in fields.items():
+            value = usage.get(theirs)
+            if value is not None:
+                self._tokens[ours] = int(value)
+                changed = True
+        details = usage.get("output_tokens_details")
+        if isinstance(details, dict) and details.get("thinking_tokens") is not None:
+            self._reasoning = int(details["thinking_tokens"])
+            changed = True
+        if changed:
+            tokens = self._tokens
+            total = sum(tokens.values())
+            self._builder.usage = calculate_cost(
+                self._model,
+                Usage(
+                    input=tokens["input"],
+                    output=tokens["output"],
+                    cache_read=tokens["cache_read"],
+                    cache_write=tokens["cache_write"],
+                    total_tokens=total,
+                    reasoning=self._reasoning,
+                ),
+            )
+
+
+# ---------------------------------------------------------------------------------------
+# Wiring into the shared pipeline
+
+
+def _cache_retention(model: Model) -> CacheRetention:
+    value = compat_value(model, "cacheRetention", "short")
+    return value if value in ("none", "short", "long") else "short"
+
+
+def build_anthropic_request(
+    model: Model, context: LlmContext, options: StreamOptions, api_key: str | None
+) -> ProviderRequest:
+    """The HTTP request of one Anthropic Messages call (``POST {base_url}/v1/messages``).
+
+    The transcript is collapsed (system messages fold into ``system``) and transformed
+    for ``model`` first. Cache markers follow ``model.compat["cacheRetention"]``
+    (``"short"`` by default, ``"none"`` disables them).
+    """
+    messages = transform_messages(
+        collapse_system_messages(context.messages),
+        model,
+        lambda tool_call_id, _model, _source: normalize_anthropic_tool_call_id(tool_call_id),
+    )
+    body, betas = build_anthropic_body(
+        model, messages, options, cache_retention=_cache_retention(model)
+    )
+    headers = {
+        "anthropic-version": ANTHROPIC_VERSION,
+        "anthropic-dangerous-direct-browser-access": "true",
+        "accept": "application/json",
+    }
+    if betas:
+        headers["anthropic-beta"] = ",".join(betas)
+    return ProviderRequest(
+        url=f"{model.base_url.rstrip('/')}/v1/messages?beta=true",
+        body=body,
+        headers=headers,
+        auth_headers={"x-api-key": api_key} if api_key else {},
+    )
+
+
+def format_anthropic_http_error(error: HttpError, model: Model) -> str:
+    """``<status> <body>`` as Anthropic's SDK words it (a JSON body re-encoded compactly)."""
+    body = error.body.strip()
+    if not body:
+        return f"{error.status} status code (no body)"
+    with contextlib.suppress(ValueError):  # a non-JSON body is quoted as it is
+        body = compact_json(json.loads(body))
+    return f"{error.status} {truncate_body(body)}"
+
+
+ANTHROPIC_MESSAGES = HttpApi(
+    build_request=build_anthropic_request,
+    create_mapper=AnthropicEventMapper,
+    format_http_error=format_anthropic_http_error,
+    auth_header_names=("authorization", "x-api-key", "cf-aig-authorization"),
+)
+"""The ``anthropic-messages`` wire API for :func:`~._http.stream_http`."""
+
+
+def stream_anthropic(
+    model: Model, context: LlmContext, options: StreamOptions, env: HttpEnv
+) -> AsyncGenerator[AssistantMessageEvent, None]:
+    """Stream one Anthropic Messages response (the ``anthropic-messages`` API).
+
+    Yields ``start``, block events and one terminal ``done`` or ``error`` event; failures
+    (HTTP status, provider ``error`` event, stream ending early, abort) are encoded in
+    the terminal event, never raised. Cancelling the consumer's scope raises
+    ``trio.Cancelled`` out of the iteration and closes the HTTP response.
+    """
+    return stream_http(ANTHROPIC_MESSAGES, model, context, options, env)

@@ -1,0 +1,210 @@
+"""Usage cost, thinking levels and token budgets (reference ``upstream-ai.md`` §1.3, §1.7,
+§5.1, §5.2)."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import Final
+
+import attrs
+
+from .._messages import (
+    AssistantMessage,
+    Cost,
+    ImageContent,
+    Message,
+    Model,
+    SystemMessage,
+    TextContent,
+    ThinkingContent,
+    ThinkingLevel,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+
+__all__ = [
+    "DEFAULT_THINKING_BUDGETS",
+    "THINKING_LEVELS",
+    "adjust_max_tokens_for_thinking",
+    "calculate_cost",
+    "clamp_max_tokens_to_context",
+    "clamp_thinking_level",
+    "estimate_context_tokens",
+    "get_supported_thinking_levels",
+]
+
+THINKING_LEVELS: Final[tuple[ThinkingLevel, ...]] = (
+    "off",
+    "minimal",
+    "low",
+    "medium",
+    "high",
+    "xhigh",
+    "max",
+)
+"""Every thinking level, from least to most effort."""
+
+DEFAULT_THINKING_BUDGETS: Final[Mapping[str, int]] = {
+    "minimal": 1024,
+    "low": 2048,
+    "medium": 8192,
+    "high": 16384,
+}
+"""Thinking-token budgets per level for budget-based APIs (``xhigh``/``max`` use ``high``)."""
+
+
+def calculate_cost(model: Model, usage: Usage) -> Usage:
+    """Return ``usage`` with its cost computed from ``model.cost`` (USD per million tokens).
+
+    Each of ``input``, ``output``, ``cache_read`` and ``cache_write`` is priced at its
+    rate; ``total`` is their sum.
+    """
+    rates = model.cost
+    cost = Cost(
+        input=rates.input / 1e6 * usage.input,
+        output=rates.output / 1e6 * usage.output,
+        cache_read=rates.cache_read / 1e6 * usage.cache_read,
+        cache_write=rates.cache_write / 1e6 * usage.cache_write,
+    )
+    total = cost.input + cost.output + cost.cache_read + cost.cache_write
+    return attrs.evolve(usage, cost=attrs.evolve(cost, total=total))
+
+
+def get_supported_thinking_levels(model: Model) -> list[ThinkingLevel]:
+    """The levels ``model`` accepts, in order.
+
+    ``["off"]`` for a model without reasoning. Otherwise every level except those mapped
+    to ``None`` in ``model.thinking_level_map``; ``xhigh`` and ``max`` only when mapped to
+    a provider value.
+    """
+    if not model.reasoning:
+        return ["off"]
+    mapping = model.thinking_level_map or {}
+    levels: list[ThinkingLevel] = []
+    for level in THINKING_LEVELS:
+        if level in mapping and mapping[level] is None:
+            continue
+        if level in ("xhigh", "max") and not isinstance(mapping.get(level), str):
+            continue
+        levels.append(level)
+    return levels
+
+
+def clamp_thinking_level(model: Model, level: ThinkingLevel) -> ThinkingLevel:
+    """The supported level closest to ``level``: itself, else the nearest above, else
+    the nearest below (else the first supported)."""
+    supported = get_supported_thinking_levels(model)
+    if level in supported:
+        return level
+    position = THINKING_LEVELS.index(level)
+    for candidate in THINKING_LEVELS[position + 1 :]:
+        if candidate in supported:
+            return candidate
+    for candidate in reversed(THINKING_LEVELS[:position]):
+        if candidate in supported:
+            return candidate
+    return supported[0]
+
+
+def adjust_max_tokens_for_thinking(
+    base_max_tokens: int,
+    model_max_tokens: int,
+    level: ThinkingLevel,
+    budgets: Mapping[str, int] | None = None,
+) -> tuple[int, int]:
+    """Output-token limit and thinking budget for budget-based thinking.
+
+    ``max_tokens = min(base + budget, model_max)``; when that leaves no room for the
+    answer (``max_tokens <= budget``) the budget shrinks to ``max(0, max_tokens - 1024)``.
+
+    Args:
+        base_max_tokens: The requested output limit.
+        model_max_tokens: The model's output limit.
+        level: The thinking level (``xhigh``/``max`` use the ``high`` budget).
+        budgets: Overrides of :data:`DEFAULT_THINKING_BUDGETS` per level.
+
+    Returns:
+        ``(max_tokens, thinking_budget)``.
+    """
+    merged = {**DEFAULT_THINKING_BUDGETS, **(budgets or {})}
+    key = "high" if level in ("xhigh", "max") else level
+    budget = merged.get(key, 0)
+    max_tokens = min(base_max_tokens + budget, model_max_tokens)
+    if max_tokens <= budget:
+        budget = min(budget, max(0, max_tokens - 1024))
+    return max_tokens, budget
+
+
+_IMAGE_CHARS = 4800
+_CHARS_PER_TOKEN = 3.5
+
+
+def _message_chars(message: Message) -> int:
+    if isinstance(message, SystemMessage):
+        text = message.content if isinstance(message.content, str) else ""
+        if not isinstance(message.content, str):
+            text = "\n".join(block.text for block in message.content)
+        chars = len(text) + sum(len(v) for v in (message.sections or {}).values() if v)
+        for tool in message.tools_added or []:
+            chars += len(tool.name) + len(tool.description) + len(json.dumps(tool.parameters))
+        return chars
+    if isinstance(message, UserMessage | ToolResultMessage):
+        if isinstance(message.content, str):
+            return len(message.content)
+        return sum(
+            _IMAGE_CHARS if isinstance(block, ImageContent) else len(block.text)
+            for block in message.content
+        )
+    if isinstance(message, AssistantMessage):
+        total = 0
+        for block in message.content:
+            if isinstance(block, TextContent):
+                total += len(block.text)
+            elif isinstance(block, ThinkingContent):
+                total += len(block.thinking)
+            elif isinstance(block, ToolCall):
+                total += len(block.name) + len(json.dumps(block.arguments))
+        return total
+    return 0  # pragma: no cover - every Message variant is handled above
+
+
+def estimate_context_tokens(messages: Sequence[Message]) -> int:
+    """Rough input-token count of a transcript.
+
+    The ``total_tokens`` of the last successful assistant response with usage, plus
+    characters / 3.5 of the messages after it (an image counts as 4800 characters); or
+    characters / 3.5 of everything when no response has usage.
+    """
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if (
+            isinstance(message, AssistantMessage)
+            and message.stop_reason not in ("error", "aborted")
+            and message.usage.total_tokens > 0
+        ):
+            later = sum(_message_chars(m) for m in messages[index + 1 :])
+            return message.usage.total_tokens + math.ceil(later / _CHARS_PER_TOKEN)
+    return math.ceil(sum(_message_chars(m) for m in messages) / _CHARS_PER_TOKEN)
+
+
+def clamp_max_tokens_to_context(model: Model, messages: Sequence[Message], max_tokens: int) -> int:
+    """Lower ``max_tokens`` so input plus output fit ``model.context_window``.
+
+    A window of 0 or less keeps the value. Otherwise, with ``input`` estimated by
+    :func:`estimate_context_tokens`: ``room = window - input - max(4096, ceil(input *
+    0.15))``; if that is below 32768, ``room = min(32768, window - input - 4096)``; the
+    result is ``min(max_tokens, max(1, room))``.
+    """
+    window = model.context_window
+    if window <= 0:
+        return max_tokens
+    used = estimate_context_tokens(messages)
+    margin = max(4096, math.ceil(used * 0.15))
+    room = window - used - margin
+    if room < 32768:
+        room = min(32768, window - used - 4096)
+    return min(max_tokens, max(1, room))

@@ -1,0 +1,622 @@
+"""The HTTP pipeline shared by the built-in streaming providers.
+
+Each wire API (``openai-completions``, ``anthropic-messages``, ``openai-responses``) is
+described by an :class:`HttpApi`: how to build the request (URL, JSON body, headers), how
+to word an HTTP error, and a factory for an :class:`SseMapper` that turns the parsed
+server-sent events of one response into builder calls. :func:`stream_http` does
+everything else, identically for all of them (reference ``upstream-ai.md`` §5.3, §5.4,
+§6.0):
+
+1. build the output message through an :class:`~.AssistantMessageBuilder`;
+2. resolve the API key (``options.api_key``, else ``HttpEnv.get_api_key(provider)``, else
+   the provider's environment variable, see :data:`ENV_API_KEYS`);
+3. build the request and merge headers (defaults, the API's headers, ``model.headers``,
+   auth headers, ``options.headers``; a ``None`` value deletes a header);
+4. call ``on_payload`` (it may return a replacement body; ``stream: true`` is forced
+   afterwards);
+5. POST through the injected ``httpx.AsyncClient`` with request-phase retries;
+6. call ``on_response``, yield ``start``;
+7. frame the body as SSE (one implementation, httpx-sse), call ``on_provider_stream_event``
+   for each parsed provider event, and yield what the mapper produces;
+8. after the body ends, let the mapper close its blocks and decide the terminal event.
+
+Failures never raise out of the stream: they end it with one ``error`` event (partial
+content kept). An abort through ``options.signal`` ends it with ``stop_reason="aborted"``
+and ``Request was aborted``. Cancellation of the consumer's scope propagates
+(``trio.Cancelled`` is never caught) and closes the HTTP response on the way out.
+
+Trio rule kept here: the generator never yields while a cancel scope of its own is open.
+Every await (request, body reads, hooks) runs inside a short-lived abort scope
+(:func:`~trio_agent._abort.open_abort_scope`); events are yielded outside it.
+
+API keys never appear in events, error messages or reprs: every error text is passed
+through :func:`redact` before it reaches the message.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import time
+from collections.abc import (
+    AsyncGenerator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Mapping,
+)
+from contextlib import aclosing
+from email.utils import parsedate_to_datetime
+from functools import partial
+from typing import Any, Protocol, TypeAlias
+
+import attrs
+import httpx
+import httpx_sse
+import trio
+
+from .._abort import open_abort_scope
+from .._events import AssistantMessageEvent, DoneEvent, ErrorEvent
+from .._json_stream import parse_json_with_repair
+from .._messages import Model
+from .._streaming import LlmContext, ProviderResponse, StreamOptions
+from .._util import maybe_await
+from ._builder import AssistantMessageBuilder
+
+__all__ = [
+    "DEFAULT_MAX_RETRY_DELAY_MS",
+    "ENV_API_KEYS",
+    "ERROR_BODY_LIMIT",
+    "GetApiKey",
+    "HttpApi",
+    "HttpEnv",
+    "HttpError",
+    "ProviderRequest",
+    "ProviderStreamError",
+    "SseEvent",
+    "SseMapper",
+    "compact_json",
+    "compat_value",
+    "connection_error_message",
+    "env_api_key",
+    "error_text",
+    "merge_headers",
+    "parse_sse_json",
+    "redact",
+    "retry_delay",
+    "send_with_retries",
+    "stream_http",
+    "truncate_body",
+]
+
+DEFAULT_MAX_RETRY_DELAY_MS = 60_000
+"""Default cap on a server-requested retry delay (``StreamOptions.max_retry_delay_ms``)."""
+
+ERROR_BODY_LIMIT = 4000
+"""HTTP error bodies longer than this many characters are truncated in error messages."""
+
+ENV_API_KEYS: dict[str, str] = {
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "openrouter": "OPENROUTER_API_KEY",
+    "groq": "GROQ_API_KEY",
+    "deepseek": "DEEPSEEK_API_KEY",
+    "xai": "XAI_API_KEY",
+    "mistral": "MISTRAL_API_KEY",
+    "cerebras": "CEREBRAS_API_KEY",
+    "together": "TOGETHER_API_KEY",
+    "fireworks": "FIREWORKS_API_KEY",
+    "zai": "ZAI_API_KEY",
+    "moonshot": "MOONSHOT_API_KEY",
+    "google": "GEMINI_API_KEY",
+}
+"""Environment variable holding each known provider's API key."""
+
+GetApiKey: TypeAlias = Callable[[str], "str | Awaitable[str | None] | None"]
+"""``get_api_key(provider) -> key | None`` (plain function or ``async def``)."""
+
+_USER_AGENT = "trio-agent/0.1.0"
+_REDACTED = "[REDACTED]"
+
+
+# ---------------------------------------------------------------------------------------
+# Values exchanged between the pipeline and a wire API
+
+
+@attrs.frozen(kw_only=True)
+class HttpEnv:
+    """What the built-in APIs need from the :class:`~trio_agent.models.Models` runtime."""
+
+    client: httpx.AsyncClient
+    """The client every request goes through (transport timeouts are configured on it)."""
+    get_api_key: GetApiKey | None = None
+    """Consulted when ``options.api_key`` is not set, before the environment."""
+
+
+@attrs.frozen(kw_only=True)
+class ProviderRequest:
+    """One HTTP request of a wire API, before hooks and header merging."""
+
+    url: str
+    """Absolute URL to POST to."""
+    body: dict[str, Any]
+    """The JSON body (``stream: true`` is forced after ``on_payload``)."""
+    headers: Mapping[str, str] = attrs.field(factory=dict)
+    """API-specific default headers (e.g. ``anthropic-version``); merged before
+    ``model.headers``."""
+    auth_headers: Mapping[str, str] = attrs.field(factory=dict, repr=False)
+    """Headers carrying the key; merged after ``model.headers``. Never shown in reprs."""
+
+
+@attrs.frozen(kw_only=True)
+class HttpError:
+    """A failed HTTP response, handed to :attr:`HttpApi.format_http_error`."""
+
+    status: int
+    headers: Mapping[str, str]
+    body: str
+    """The full response body as text (formatters pass it through
+    :func:`truncate_body`)."""
+
+
+@attrs.frozen(kw_only=True)
+class SseEvent:
+    """One server-sent event as framed on the wire."""
+
+    event: str
+    """The ``event:`` field (``"message"`` when absent)."""
+    data: str
+    """The ``data:`` lines joined with ``"\\n"``."""
+    id: str = ""
+
+
+class ProviderStreamError(Exception):
+    """Raised by an :class:`SseMapper` (or a request builder) to end the stream with an
+    ``error`` event whose ``error_message`` is the exception's message."""
+
+
+class SseMapper(Protocol):
+    """Maps the SSE events of one response onto an :class:`~.AssistantMessageBuilder`.
+
+    Created per request by :attr:`HttpApi.create_mapper`. The pipeline calls, in order:
+    :meth:`parse` for each framed event (then awaits ``on_provider_stream_event`` with the
+    result), :meth:`map` with that result, and :meth:`finish` once the body ended or
+    :attr:`finished` became true. Raising any exception (typically
+    :class:`ProviderStreamError`) from these methods ends the stream with an ``error``
+    event carrying the exception's message; events already produced by a generator
+    method before it raised are still yielded first.
+    """
+
+    finished: bool
+    """Set when the provider's end marker arrived (e.g. ``data: [DONE]``); reading stops."""
+
+    def parse(self, sse: SseEvent) -> Any:
+        """Return the provider event (usually parsed JSON), or ``None`` to skip it."""
+        ...
+
+    def map(self, event: Any) -> Iterable[AssistantMessageEvent]:
+        """Apply one provider event; return (or yield) the resulting stream events."""
+        ...
+
+    def finish(self) -> Iterable[AssistantMessageEvent]:
+        """Close open blocks after the body ended and decide the outcome.
+
+        May end with a terminal event (``builder.done(...)`` or ``builder.error(...)``);
+        without one the pipeline appends ``builder.done()``. Raising after yielding the
+        ``*_end`` events ends the stream with an error after them.
+        """
+        ...
+
+
+@attrs.frozen(kw_only=True)
+class HttpApi:
+    """Describes one wire API to :func:`stream_http`."""
+
+    build_request: Callable[[Model, LlmContext, StreamOptions, str | None], ProviderRequest]
+    """``(model, context, options, api_key) -> ProviderRequest``; ``api_key`` is ``None``
+    only when the caller supplied an auth header itself. May raise to fail the stream."""
+    create_mapper: Callable[[AssistantMessageBuilder, Model], SseMapper]
+    """Creates the mapper of one response."""
+    format_http_error: Callable[[HttpError, Model], str]
+    """Words the error message of an HTTP error status (reference §5.4)."""
+    auth_header_names: tuple[str, ...] = ("authorization",)
+    """Lower-case header names that make a missing API key acceptable when the caller
+    supplies one of them (in ``model.headers`` or ``options.headers``)."""
+
+
+# ---------------------------------------------------------------------------------------
+# Small helpers (also used by the wire APIs)
+
+
+def compat_value(model: Model, name: str, default: Any = None) -> Any:
+    """Read a ``model.compat`` switch by its upstream camelCase ``name``.
+
+    The snake_case spelling (``supportsStore`` -> ``supports_store``) is accepted too;
+    an explicit ``None`` counts as absent. Returns ``default`` when unset.
+    """
+    compat = model.compat or {}
+    value = compat.get(name)
+    if value is None:
+        snake = "".join(f"_{ch.lower()}" if ch.isupper() else ch for ch in name)
+        value = compat.get(snake)
+    return default if value is None else value
+
+
+def compact_json(value: Any) -> str:
+    """JSON the way ``JSON.stringify`` writes it: no spaces, non-ASCII kept."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def truncate_body(text: str) -> str:
+    """Trim an error body and cut it to :data:`ERROR_BODY_LIMIT` characters.
+
+    A longer body ends with ``… [truncated N chars]`` (N = the characters cut).
+    """
+    text = text.strip()
+    if len(text) <= ERROR_BODY_LIMIT:
+        return text
+    return f"{text[:ERROR_BODY_LIMIT]}… [truncated {len(text) - ERROR_BODY_LIMIT} chars]"
+
+
+def redact(text: str, secret: str | None) -> str:
+    """Replace every occurrence of ``secret`` in ``text`` with ``[REDACTED]``."""
+    if not secret:
+        return text
+    return text.replace(secret, _REDACTED)
+
+
+def error_text(exc: BaseException) -> str:
+    """The message of an exception (its class name when ``str()`` is empty)."""
+    return str(exc) or type(exc).__name__
+
+
+def connection_error_message(exc: BaseException) -> str:
+    """``Connection error.: <cause>`` with the deepest cause's message (reference §5.4).
+
+    Timeouts read ``Request timed out.``.
+    """
+    if isinstance(exc, httpx.TimeoutException):
+        return "Request timed out."
+    deepest: BaseException = exc
+    seen: set[int] = set()
+    while id(deepest) not in seen:
+        seen.add(id(deepest))
+        cause = deepest.__cause__ or deepest.__context__
+        if isinstance(deepest, BaseExceptionGroup) and deepest.exceptions:
+            cause = deepest.exceptions[0]
+        if cause is None:
+            break
+        deepest = cause
+    return f"Connection error.: {error_text(deepest)}"
+
+
+def parse_sse_json(data: str) -> Any:
+    """Parse the JSON of an SSE ``data`` field, repairing common string-literal mistakes.
+
+    Raises:
+        ProviderStreamError: ``Invalid JSON in stream event: <reason>`` when the data is
+            not JSON even after repair.
+    """
+    try:
+        return parse_json_with_repair(data)
+    except ValueError as exc:
+        raise ProviderStreamError(f"Invalid JSON in stream event: {exc}") from exc
+
+
+def merge_headers(*layers: Mapping[str, str | None] | None) -> dict[str, str]:
+    """Merge header layers case-insensitively; later layers win, ``None`` deletes.
+
+    The spelling of a name is the one of the layer that set it last.
+    """
+    merged: dict[str, tuple[str, str]] = {}
+    for layer in layers:
+        for name, value in (layer or {}).items():
+            if value is None:
+                merged.pop(name.lower(), None)
+            else:
+                merged[name.lower()] = (name, value)
+    return dict(merged.values())
+
+
+def env_api_key(provider: str) -> str | None:
+    """The API key of ``provider`` from its environment variable (:data:`ENV_API_KEYS`)."""
+    name = ENV_API_KEYS.get(provider)
+    return (os.environ.get(name) or None) if name else None
+
+
+async def _resolve_api_key(model: Model, options: StreamOptions, env: HttpEnv) -> str | None:
+    if options.api_key:
+        return options.api_key
+    if env.get_api_key is not None:
+        key = await maybe_await(env.get_api_key(model.provider))
+        if key:
+            return key
+    return env_api_key(model.provider)
+
+
+# ---------------------------------------------------------------------------------------
+# Request phase with retries (reference §5.3)
+
+
+def _is_retryable(status: int | None, headers: Mapping[str, str]) -> bool:
+    should_retry = headers.get("x-should-retry", "").strip().lower()
+    if should_retry == "true":
+        return True
+    if should_retry == "false":
+        return False
+    return status is None or status in (408, 409, 429) or status >= 500
+
+
+def retry_delay(attempt: int, headers: Mapping[str, str]) -> tuple[float, bool]:
+    """Delay in seconds before retry number ``attempt + 1``, and whether the server chose it.
+
+    ``retry-after-ms`` (milliseconds), else ``retry-after`` (seconds or an HTTP date),
+    else exponential backoff ``min(0.5 * 2**attempt, 8)`` seconds times a random factor
+    in (0.75, 1].
+    """
+    after_ms = headers.get("retry-after-ms")
+    if after_ms is not None:
+        try:
+            value = float(after_ms)
+        except ValueError:
+            pass
+        else:
+            if math.isfinite(value) and value >= 0:
+                return value / 1000, True
+    after = headers.get("retry-after")
+    if after is not None:
+        try:
+            value = float(after)
+        except ValueError:
+            try:
+                when = parsedate_to_datetime(after)
+            except (TypeError, ValueError):
+                when = None
+            if when is not None:
+                value = when.timestamp() - time.time()
+                if value >= 0:
+                    return value, True
+        else:
+            if math.isfinite(value) and value >= 0:
+                return value, True
+    backoff = min(0.5 * 2**attempt, 8.0)
+    return backoff * (1 - random.random() * 0.25), False
+
+
+async def send_with_retries(
+    client: httpx.AsyncClient,
+    request: httpx.Request,
+    *,
+    options: StreamOptions,
+    model: Model,
+    format_http_error: Callable[[HttpError, Model], str],
+) -> httpx.Response:
+    """Send ``request`` for streaming and return the open response (status < 400).
+
+    Retries only this request phase, ``options.max_retries`` times (default 0): retryable
+    are connection errors and statuses 408, 409, 429 and >= 500, unless the response
+    says ``x-should-retry``. Sleeps on Trio's clock. The caller closes the response.
+
+    Raises:
+        ProviderStreamError: with the final error message (HTTP error wording from
+            ``format_http_error``, ``Connection error.: <cause>``, or the
+            ``Server requested <n>s retry delay (max: <m>s). <error>`` message when a
+            server-requested delay exceeds ``options.max_retry_delay_ms``).
+    """
+    max_retries = max(0, options.max_retries or 0)
+    cap_ms = options.max_retry_delay_ms
+    if cap_ms is None:
+        cap_ms = DEFAULT_MAX_RETRY_DELAY_MS
+    attempt = 0
+    while True:
+        status: int | None = None
+        headers: Mapping[str, str] = {}
+        try:
+            response = await client.send(request, stream=True)
+        except httpx.TransportError as exc:
+            message = connection_error_message(exc)
+        else:
+            if response.status_code < 400:
+                return response
+            status = response.status_code
+            headers = response.headers
+            try:
+                body = (await response.aread()).decode("utf-8", errors="replace")
+            except httpx.TransportError:
+                body = ""
+            finally:
+                await response.aclose()
+            message = format_http_error(HttpError(status=status, headers=headers, body=body), model)
+        if attempt >= max_retries or not _is_retryable(status, headers):
+            raise ProviderStreamError(message)
+        delay, requested = retry_delay(attempt, headers)
+        if requested and cap_ms > 0 and delay * 1000 > cap_ms:
+            raise ProviderStreamError(
+                f"Server requested {math.ceil(delay)}s retry delay "
+                f"(max: {math.ceil(cap_ms / 1000)}s). {message}"
+            )
+        await trio.sleep(delay)
+        attempt += 1
+
+
+# ---------------------------------------------------------------------------------------
+# The stream driver
+
+
+def _is_terminal(event: AssistantMessageEvent) -> bool:
+    return isinstance(event, DoneEvent | ErrorEvent)
+
+
+def _collect(
+    produce: Callable[[], Iterable[AssistantMessageEvent]],
+) -> tuple[list[AssistantMessageEvent], BaseException | None]:
+    # Run a mapper method, keeping the events it produced before it raised.
+    events: list[AssistantMessageEvent] = []
+    try:
+        for event in produce():
+            events.append(event)
+    except Exception as exc:
+        return events, exc
+    return events, None
+
+
+async def stream_http(
+    api: HttpApi,
+    model: Model,
+    context: LlmContext,
+    options: StreamOptions,
+    env: HttpEnv,
+) -> AsyncGenerator[AssistantMessageEvent, None]:
+    """Stream one response of ``api``; the body of every built-in provider's stream function.
+
+    Yields ``start``, block events and exactly one terminal event; or a single ``error``
+    event when the request fails before the response body (missing key, hook failure,
+    HTTP error status, connection error, abort). See the module docstring for the steps.
+
+    Cancellation of the consumer's scope raises ``trio.Cancelled`` out of the iteration
+    and closes the HTTP response; an abort of ``options.signal`` ends the stream with the
+    aborted outcome instead.
+    """
+    builder = AssistantMessageBuilder(api=model.api, provider=model.provider, model=model.id)
+    signal = options.signal
+    api_key: str | None = None
+
+    def aborted() -> bool:
+        return signal is not None and signal.aborted
+
+    def fail(exc_or_message: BaseException | str) -> ErrorEvent:
+        message = exc_or_message if isinstance(exc_or_message, str) else error_text(exc_or_message)
+        return builder.error(redact(message, api_key))
+
+    if aborted():
+        yield builder.aborted()
+        return
+
+    # -- request phase: no yields inside the abort scope ---------------------------------
+    response: httpx.Response | None = None
+    failure: BaseException | None = None
+    with open_abort_scope(signal):
+        try:
+            api_key = await _resolve_api_key(model, options, env)
+            caller_headers = merge_headers(model.headers, options.headers)
+            if api_key is None and not any(
+                name.lower() in api.auth_header_names for name in caller_headers
+            ):
+                raise ProviderStreamError(f"No API key for provider: {model.provider}")
+            spec = api.build_request(model, context, options, api_key)
+            body: Any = spec.body
+            if options.on_payload is not None:
+                replacement = await maybe_await(options.on_payload(body, model))
+                if replacement is not None:
+                    body = replacement
+            if not isinstance(body, Mapping):
+                raise ProviderStreamError("on_payload must return a dict or None")
+            body = {**body, "stream": True}
+            headers = merge_headers(
+                {
+                    "User-Agent": _USER_AGENT,
+                    "Content-Type": "application/json",
+                    "Accept": "text/event-stream",
+                },
+                spec.headers,
+                model.headers,
+                spec.auth_headers,
+                options.headers,
+            )
+            # The last resort against lone surrogates is a replacement character: the
+            # providers already strip them (sanitize_surrogates) from every text they send.
+            content = compact_json(body).encode("utf-8", errors="replace")
+            request = env.client.build_request("POST", spec.url, content=content, headers=headers)
+            response = await send_with_retries(
+                env.client,
+                request,
+                options=options,
+                model=model,
+                format_http_error=api.format_http_error,
+            )
+        except Exception as exc:
+            failure = exc
+    if aborted() or response is None:
+        if response is not None:
+            await response.aclose()
+        if aborted():
+            yield builder.aborted()
+        else:
+            yield fail(failure or "Request failed")
+        return
+
+    # -- response phase: the response closes however the generator ends ----------------
+    try:
+        with open_abort_scope(signal):
+            try:
+                if options.on_response is not None:
+                    status = ProviderResponse(
+                        status=response.status_code, headers=dict(response.headers)
+                    )
+                    await maybe_await(options.on_response(status, model))
+            except Exception as exc:
+                failure = exc
+        if aborted():
+            yield builder.aborted()
+            return
+        if failure is not None:
+            yield fail(failure)
+            return
+
+        yield builder.start()
+        mapper = api.create_mapper(builder, model)
+        async with aclosing(httpx_sse.EventSource(response).aiter_sse()) as frames:
+            while not mapper.finished:
+                raw: Any = None
+                ended = False
+                with open_abort_scope(signal):
+                    try:
+                        frame = await anext(frames)
+                    except StopAsyncIteration:
+                        ended = True
+                    except httpx.TransportError as exc:
+                        failure = ProviderStreamError(connection_error_message(exc))
+                    except Exception as exc:
+                        failure = exc
+                    else:
+                        try:
+                            raw = mapper.parse(
+                                SseEvent(event=frame.event, data=frame.data, id=frame.id)
+                            )
+                            if raw is not None and options.on_provider_stream_event is not None:
+                                await maybe_await(options.on_provider_stream_event(raw, model))
+                        except Exception as exc:
+                            failure = exc
+                if aborted():
+                    yield builder.aborted()
+                    return
+                if failure is not None:
+                    yield fail(failure)
+                    return
+                if ended:
+                    break
+                if raw is None:
+                    continue
+                events, failure = _collect(partial(mapper.map, raw))
+                for event in events:
+                    yield event
+                if failure is not None:
+                    yield fail(failure)
+                    return
+                if events and _is_terminal(events[-1]):
+                    return
+
+        if aborted():
+            yield builder.aborted()
+            return
+        events, failure = _collect(mapper.finish)
+        for event in events:
+            yield event
+        if failure is not None:
+            yield fail(failure)
+        elif not (events and _is_terminal(events[-1])):
+            yield builder.done()
+    finally:
+        await response.aclose()

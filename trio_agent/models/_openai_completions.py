@@ -1,0 +1,613 @@
+"""The ``openai-completions`` API: OpenAI Chat Completions and every compatible host.
+
+OpenAI itself, OpenRouter, Groq, DeepSeek, Ollama, vLLM, llama.cpp server and other
+servers that speak ``POST {base_url}/chat/completions`` with ``stream: true``. Hosts
+differ in small ways; :func:`detect_compat` guesses the differences from the provider id
+and base URL, and explicit ``Model.compat`` values (upstream camelCase names, e.g.
+``{"supportsStore": False, "maxTokensField": "max_tokens"}``) win. Reference
+``upstream-ai.md`` §6.1.
+
+Streaming shape (as upstream): at most one thinking block and one text block per response
+(later text deltas append to the same text block, even after tool calls started),
+tool-call blocks keyed by the stream's ``index``, and **all** ``*_end`` events after the
+body ended, in content order, right before ``done``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import AsyncGenerator, Iterator, Sequence
+from typing import Any, Literal
+
+import attrs
+
+from .._events import AssistantMessageEvent
+from .._messages import (
+    AssistantMessage,
+    ImageContent,
+    Message,
+    Model,
+    SystemMessage,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+from .._streaming import LlmContext, StreamOptions
+from .._transcript import (
+    collapse_system_messages,
+    get_system_message_text,
+    render_system_message_update,
+)
+from ._builder import AssistantMessageBuilder
+from ._cost import calculate_cost, clamp_max_tokens_to_context, clamp_thinking_level
+from ._http import (
+    HttpApi,
+    HttpEnv,
+    HttpError,
+    ProviderRequest,
+    ProviderStreamError,
+    SseEvent,
+    compact_json,
+    compat_value,
+    parse_sse_json,
+    stream_http,
+    truncate_body,
+)
+from ._transform import sanitize_surrogates, transform_messages
+
+__all__ = [
+    "OPENAI_COMPLETIONS",
+    "OpenAICompletionsCompat",
+    "build_openai_completions_body",
+    "detect_compat",
+    "format_openai_completions_error",
+    "normalize_openai_tool_call_id",
+    "stream_openai_completions",
+]
+
+_REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
+_NON_STANDARD_PROVIDERS = frozenset({"cerebras", "xai", "zai", "opencode", "deepseek", "mistral"})
+_NON_STANDARD_HOSTS = (
+    "cerebras.ai",
+    "api.x.ai",
+    "chutes.ai",
+    "deepseek.com",
+    "api.z.ai",
+    "opencode.ai",
+    "api.mistral.ai",
+)
+_MAX_TOKENS_PROVIDERS = frozenset({"deepseek", "moonshot", "together", "nvidia", "zai", "chutes"})
+_MAX_TOKENS_HOSTS = (
+    "deepseek.com",
+    "moonshot.",
+    "together.xyz",
+    "together.ai",
+    "nvidia.com",
+    "api.z.ai",
+    "chutes.ai",
+)
+_NO_REASONING_EFFORT_PROVIDERS = frozenset({"xai", "zai", "deepseek"})
+_NO_REASONING_EFFORT_HOSTS = ("api.x.ai", "api.z.ai", "deepseek.com")
+_ASSISTANT_AFTER_TOOLS = "I have processed the tool results."
+_TOOL_IMAGES_INTRO = "Attached image(s) from tool result:"
+
+
+# ---------------------------------------------------------------------------------------
+# Compatibility switches
+
+
+@attrs.frozen(kw_only=True)
+class OpenAICompletionsCompat:
+    """The host differences :func:`build_openai_completions_body` honours."""
+
+    supports_store: bool = True
+    """Send ``store: false``."""
+    supports_developer_role: bool = False
+    """Send the system prompt as a ``developer`` message to reasoning models."""
+    supports_reasoning_effort: bool = True
+    """Send the thinking level (``reasoning_effort`` or OpenRouter's ``reasoning``)."""
+    supports_usage_in_streaming: bool = True
+    """Send ``stream_options: {include_usage: true}``."""
+    supports_finish_reason: bool = True
+    """A stream without ``finish_reason`` is an error (else the outcome is inferred)."""
+    max_tokens_field: Literal["max_completion_tokens", "max_tokens"] = "max_completion_tokens"
+    """The name of the output-limit field."""
+    requires_tool_result_name: bool = False
+    """Tool messages carry the tool's ``name``."""
+    requires_assistant_after_tool_result: bool = False
+    """A user message may not directly follow tool results (an assistant line is
+    inserted)."""
+    requires_non_null_assistant_content: bool = False
+    """Assistant messages without text send ``content: ""`` instead of ``null``."""
+    requires_tools_with_tool_history: bool = False
+    """Send ``tools: []`` when the history has tool calls but no tools are declared."""
+    thinking_format: Literal["openai", "openrouter"] = "openai"
+    """``reasoning_effort: <level>`` or OpenRouter's ``reasoning: {effort: <level>}``."""
+    supports_strict_mode: bool = False
+    """Send ``strict`` on function tools."""
+
+
+def _host_matches(model: Model, providers: frozenset[str], hosts: Sequence[str]) -> bool:
+    base_url = model.base_url.lower()
+    return model.provider in providers or any(host in base_url for host in hosts)
+
+
+def detect_compat(model: Model) -> OpenAICompletionsCompat:
+    """Compatibility switches for ``model``: guessed from provider and base URL, then
+    overridden by every switch ``model.compat`` sets (camelCase or snake_case names)."""
+    base_url = model.base_url.lower()
+    is_openai = model.provider == "openai" or "api.openai.com" in base_url
+    is_openrouter = model.provider == "openrouter" or "openrouter.ai" in base_url
+    is_mistral = model.provider == "mistral" or "api.mistral.ai" in base_url
+    detected = OpenAICompletionsCompat(
+        supports_store=not _host_matches(model, _NON_STANDARD_PROVIDERS, _NON_STANDARD_HOSTS),
+        supports_developer_role=is_openai,
+        supports_reasoning_effort=not _host_matches(
+            model, _NO_REASONING_EFFORT_PROVIDERS, _NO_REASONING_EFFORT_HOSTS
+        ),
+        max_tokens_field=(
+            "max_tokens"
+            if _host_matches(model, _MAX_TOKENS_PROVIDERS, _MAX_TOKENS_HOSTS)
+            else "max_completion_tokens"
+        ),
+        requires_tool_result_name=is_mistral,
+        thinking_format="openrouter" if is_openrouter else "openai",
+    )
+    overrides: dict[str, Any] = {}
+    for field in attrs.fields(OpenAICompletionsCompat):
+        head, *rest = field.name.split("_")
+        camel = head + "".join(part.title() for part in rest)
+        camel = camel.replace("OpenAi", "OpenAI")
+        value = compat_value(model, camel)
+        if value is not None:
+            overrides[field.name] = value
+    return attrs.evolve(detected, **overrides)
+
+
+# ---------------------------------------------------------------------------------------
+# Request building
+
+
+def normalize_openai_tool_call_id(tool_call_id: str, model: Model, source: AssistantMessage) -> str:
+    """Make another provider's tool-call id acceptable to Chat Completions.
+
+    Responses-style ids ``<call>|<item>`` become ``<call>_<item>`` with characters outside
+    ``[A-Za-z0-9_-]`` replaced by ``_``, shortened to 40 characters with a hash suffix when
+    longer; for provider ``openai`` other ids are cut to 40 characters.
+    """
+    if "|" in tool_call_id:
+        call, _, item = tool_call_id.partition("|")
+        joined = re.sub(r"[^A-Za-z0-9_-]", "_", f"{call}_{item}")
+        if len(joined) > 40:
+            digest = hashlib.sha256(joined.encode()).hexdigest()[:8]
+            joined = f"{joined[:31]}_{digest}"
+        return joined
+    if model.provider == "openai" and len(tool_call_id) > 40:
+        return tool_call_id[:40]
+    return tool_call_id
+
+
+def _image_part(image: ImageContent) -> dict[str, Any]:
+    return {
+        "type": "image_url",
+        "image_url": {"url": f"data:{image.mime_type};base64,{image.data}"},
+    }
+
+
+def _user_message(message: UserMessage) -> dict[str, Any] | None:
+    if isinstance(message.content, str):
+        return {"role": "user", "content": sanitize_surrogates(message.content)}
+    parts: list[dict[str, Any]] = []
+    for block in message.content:
+        if isinstance(block, ImageContent):
+            parts.append(_image_part(block))
+        elif block.text:
+            parts.append({"type": "text", "text": sanitize_surrogates(block.text)})
+    return {"role": "user", "content": parts} if parts else None
+
+
+def _assistant_message(
+    message: AssistantMessage, compat: OpenAICompletionsCompat
+) -> dict[str, Any] | None:
+    texts = [b.text for b in message.content if isinstance(b, TextContent) and b.text.strip()]
+    thinking = [b for b in message.content if isinstance(b, ThinkingContent)]
+    calls = [b for b in message.content if isinstance(b, ToolCall)]
+    content: str | None = sanitize_surrogates("".join(texts)) if texts else None
+    if content is None and compat.requires_non_null_assistant_content:
+        content = ""
+    result: dict[str, Any] = {"role": "assistant", "content": content}
+    visible_thinking = [b.thinking for b in thinking if b.thinking.strip()]
+    signature = thinking[0].thinking_signature if thinking else None
+    if signature in _REASONING_FIELDS and visible_thinking:
+        result[signature] = sanitize_surrogates("\n".join(visible_thinking))
+    elif signature:
+        try:
+            details = json.loads(signature)
+        except ValueError:
+            details = None
+        if isinstance(details, list):
+            result["reasoning_details"] = details
+    if calls:
+        result["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": compact_json(call.arguments)},
+            }
+            for call in calls
+        ]
+    if not texts and not calls:
+        return None
+    return result
+
+
+def _tool_result_text(message: ToolResultMessage) -> str:
+    text = "\n".join(b.text for b in message.content if isinstance(b, TextContent))
+    if text:
+        return sanitize_surrogates(text)
+    has_images = any(isinstance(b, ImageContent) for b in message.content)
+    return "(see attached image)" if has_images else "(no tool output)"
+
+
+def _convert_messages(
+    model: Model, messages: Sequence[Message], compat: OpenAICompletionsCompat
+) -> list[dict[str, Any]]:
+    result: list[dict[str, Any]] = []
+    system_role = "developer" if model.reasoning and compat.supports_developer_role else "system"
+    pending_images: list[dict[str, Any]] = []
+
+    def flush_images() -> None:
+        if pending_images:
+            intro = {"type": "text", "text": _TOOL_IMAGES_INTRO}
+            result.append({"role": "user", "content": [intro, *pending_images]})
+            pending_images.clear()
+
+    for position, message in enumerate(messages):
+        if not isinstance(message, ToolResultMessage):
+            flush_images()
+        if isinstance(message, SystemMessage):
+            text = (
+                get_system_message_text(message)
+                if position == 0
+                else render_system_message_update(message)
+            )
+            if text:
+                result.append({"role": system_role, "content": sanitize_surrogates(text)})
+        elif isinstance(message, UserMessage):
+            converted = _user_message(message)
+            if converted is None:
+                continue
+            if (
+                compat.requires_assistant_after_tool_result
+                and result
+                and result[-1]["role"] == "tool"
+            ):
+                result.append({"role": "assistant", "content": _ASSISTANT_AFTER_TOOLS})
+            result.append(converted)
+        elif isinstance(message, AssistantMessage):
+            converted = _assistant_message(message, compat)
+            if converted is not None:
+                result.append(converted)
+        elif isinstance(message, ToolResultMessage):
+            tool: dict[str, Any] = {
+                "role": "tool",
+                "tool_call_id": message.tool_call_id,
+                "content": _tool_result_text(message),
+            }
+            if compat.requires_tool_result_name:
+                tool["name"] = message.tool_name
+            result.append(tool)
+            if "image" in model.input:
+                pending_images.extend(
+                    _image_part(b) for b in message.content if isinstance(b, ImageContent)
+                )
+    flush_images()
+    return result
+
+
+def _tools(
+    messages: Sequence[Message], compat: OpenAICompletionsCompat
+) -> list[dict[str, Any]] | None:
+    head = messages[0] if messages and isinstance(messages[0], SystemMessage) else None
+    declarations = (head.tools_added or []) if head is not None else []
+    tools: list[dict[str, Any]] = []
+    for tool in declarations:
+        function: dict[str, Any] = {
+            "name": tool.name,
+            "description": sanitize_surrogates(tool.description),
+            "parameters": tool.parameters,
+        }
+        if compat.supports_strict_mode:
+            sampling = tool.constrained_sampling
+            function["strict"] = (
+                isinstance(sampling, dict) and sampling.get("type") == "json_schema"
+            )
+        tools.append({"type": "function", "function": function})
+    if tools:
+        return tools
+    if compat.requires_tools_with_tool_history and any(
+        isinstance(m, ToolResultMessage)
+        or (isinstance(m, AssistantMessage) and any(isinstance(b, ToolCall) for b in m.content))
+        for m in messages
+    ):
+        return []
+    return None
+
+
+def build_openai_completions_body(
+    model: Model, context: LlmContext, options: StreamOptions
+) -> dict[str, Any]:
+    """The JSON body of a streaming Chat Completions request (before ``on_payload``).
+
+    The transcript is collapsed (one leading system/developer message), prepared by
+    :func:`~._transform.transform_messages` and converted; the thinking level becomes
+    ``reasoning_effort`` (or OpenRouter's ``reasoning``) after clamping to the model's
+    supported levels.
+    """
+    compat = detect_compat(model)
+    collapsed: list[Message] = collapse_system_messages(context.messages)
+    messages = transform_messages(collapsed, model, normalize_openai_tool_call_id)
+    body: dict[str, Any] = {
+        "model": model.id,
+        "messages": _convert_messages(model, messages, compat),
+        "stream": True,
+    }
+    if compat.supports_usage_in_streaming:
+        body["stream_options"] = {"include_usage": True}
+    if compat.supports_store:
+        body["store"] = False
+    max_tokens = options.max_tokens or model.max_tokens
+    if max_tokens > 0:
+        body[compat.max_tokens_field] = clamp_max_tokens_to_context(model, messages, max_tokens)
+    if options.temperature is not None:
+        body["temperature"] = options.temperature
+    tools = _tools(messages, compat)
+    if tools is not None:
+        body["tools"] = tools
+    if model.reasoning and compat.supports_reasoning_effort:
+        level_map = model.thinking_level_map or {}
+        effort = None
+        if options.reasoning is not None and options.reasoning != "off":
+            effort = clamp_thinking_level(model, options.reasoning)
+        if effort is not None and effort != "off":
+            value = level_map.get(effort) or effort
+            if compat.thinking_format == "openrouter":
+                body["reasoning"] = {"effort": value}
+            else:
+                body["reasoning_effort"] = value
+        elif isinstance(level_map.get("off"), str) and compat.thinking_format == "openai":
+            body["reasoning_effort"] = level_map["off"]
+    if options.session_id and "api.openai.com" in model.base_url:
+        body["prompt_cache_key"] = options.session_id[:64]
+    return body
+
+
+def _build_request(
+    model: Model, context: LlmContext, options: StreamOptions, api_key: str | None
+) -> ProviderRequest:
+    return ProviderRequest(
+        url=model.base_url.rstrip("/") + "/chat/completions",
+        body=build_openai_completions_body(model, context, options),
+        auth_headers={"Authorization": f"Bearer {api_key}"} if api_key else {},
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Errors
+
+
+def format_openai_completions_error(error: HttpError, model: Model) -> str:
+    """Word an HTTP error like the OpenAI SDK plus upstream's body rule (reference §5.4).
+
+    The SDK message is ``<status> <error.message>`` (or the raw text for a non-JSON body);
+    when it does not contain the body, the message is ``<status>: <body>`` where the body
+    is the JSON ``error`` object (compact). OpenRouter's ``error.metadata.raw`` follows on
+    a new line. Bodies are trimmed and truncated to 4000 characters.
+    """
+    text = error.body.strip()
+    status = error.status
+    try:
+        parsed = json.loads(text) if text else None
+    except ValueError:
+        parsed = None
+    detail_text: str | None = None  # what the SDK puts after the status
+    body = ""  # what upstream appends when the SDK message lacks it
+    raw: str | None = None
+    if isinstance(parsed, dict) and "error" in parsed:
+        detail = parsed["error"]
+        if isinstance(detail, dict) and isinstance(detail.get("message"), str):
+            detail_text = detail["message"]
+        else:
+            detail_text = compact_json(detail)
+        body = compact_json(detail)
+        metadata = detail.get("metadata") if isinstance(detail, dict) else None
+        if isinstance(metadata, dict) and isinstance(metadata.get("raw"), str):
+            raw = metadata["raw"]
+    elif parsed is not None:
+        body = compact_json(parsed)
+    elif text:
+        detail_text = body = text
+    sdk = f"{status} {detail_text}" if detail_text else f"{status} status code (no body)"
+    if body and body not in sdk:
+        message = f"{status}: {truncate_body(body)}"
+    elif detail_text:
+        message = f"{status} {truncate_body(detail_text)}"
+    else:
+        message = sdk
+    if raw:
+        message += "\n" + truncate_body(raw)
+    return message
+
+
+# ---------------------------------------------------------------------------------------
+# SSE mapping
+
+
+def _map_usage(model: Model, raw: dict[str, Any]) -> Usage:
+    def number(value: Any) -> int:
+        return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
+
+    prompt_details = raw.get("prompt_tokens_details") or {}
+    completion_details = raw.get("completion_tokens_details") or {}
+    cache_read_raw = prompt_details.get("cached_tokens")
+    if cache_read_raw is None:
+        cache_read_raw = raw.get("prompt_cache_hit_tokens")
+    if cache_read_raw is None:
+        cache_read_raw = raw.get("cached_tokens")
+    cache_read = number(cache_read_raw)
+    cache_write = number(prompt_details.get("cache_write_tokens"))
+    input_tokens = max(0, number(raw.get("prompt_tokens")) - cache_read - cache_write)
+    output = number(raw.get("completion_tokens"))
+    reasoning = number(completion_details.get("reasoning_tokens")) or number(
+        raw.get("reasoning_tokens")
+    )
+    usage = calculate_cost(
+        model,
+        Usage(
+            input=input_tokens,
+            output=output,
+            cache_read=cache_read,
+            cache_write=cache_write,
+            total_tokens=input_tokens + output + cache_read + cache_write,
+            reasoning=reasoning,
+        ),
+    )
+    reported = raw.get("cost")
+    if isinstance(reported, int | float) and not isinstance(reported, bool):
+        # OpenRouter reports what it billed; that beats our price table.
+        usage = attrs.evolve(usage, cost=attrs.evolve(usage.cost, total=float(reported)))
+    return usage
+
+
+def _finish_outcome(reason: str) -> tuple[Literal["stop", "length", "toolUse"] | None, str]:
+    if reason in ("stop", "end"):
+        return "stop", ""
+    if reason == "length":
+        return "length", ""
+    if reason in ("tool_calls", "function_call"):
+        return "toolUse", ""
+    return None, f"Provider finish_reason: {reason}"
+
+
+class _CompletionsMapper:
+    """Maps Chat Completions chunks onto the builder (one per response)."""
+
+    def __init__(self, builder: AssistantMessageBuilder, model: Model) -> None:
+        self.finished = False
+        self._builder = builder
+        self._model = model
+        self._compat = detect_compat(model)
+        self._text: int | None = None
+        self._thinking: int | None = None
+        self._tools: dict[Any, int] = {}
+        self._reasoning_details: list[Any] = []
+        self._finish_reason: str | None = None
+
+    def parse(self, sse: SseEvent) -> Any:
+        if sse.data.strip() == "[DONE]":
+            self.finished = True
+            return None
+        if not sse.data.strip():
+            return None
+        return parse_sse_json(sse.data)
+
+    def map(self, chunk: Any) -> Iterator[AssistantMessageEvent]:
+        builder = self._builder
+        if not isinstance(chunk, dict):
+            raise ProviderStreamError(f"Unexpected stream chunk: {compact_json(chunk)}")
+        error = chunk.get("error")
+        if error:
+            message = error.get("message") if isinstance(error, dict) else None
+            raise ProviderStreamError(message if isinstance(message, str) else compact_json(error))
+        if builder.response_id is None and isinstance(chunk.get("id"), str) and chunk["id"]:
+            builder.response_id = chunk["id"]
+        reported_model = chunk.get("model")
+        if isinstance(reported_model, str) and reported_model and reported_model != self._model.id:
+            builder.response_model = reported_model
+        choices = chunk.get("choices") or []
+        choice = choices[0] if choices and isinstance(choices[0], dict) else {}
+        usage = chunk.get("usage") or choice.get("usage")
+        if isinstance(usage, dict):
+            builder.usage = _map_usage(self._model, usage)
+        delta = choice.get("delta") or {}
+        for field in _REASONING_FIELDS:
+            value = delta.get(field)
+            if isinstance(value, str) and value:
+                if self._thinking is None:
+                    self._thinking, start = builder.start_thinking(signature=field)
+                    yield start
+                yield builder.thinking_delta(self._thinking, value)
+                break
+        details = delta.get("reasoning_details")
+        if isinstance(details, list):
+            self._reasoning_details.extend(details)
+        content = delta.get("content")
+        if isinstance(content, str) and content:
+            if self._text is None:
+                self._text, start_text = builder.start_text()
+                yield start_text
+            yield builder.text_delta(self._text, content)
+        for call in delta.get("tool_calls") or []:
+            if not isinstance(call, dict):
+                continue
+            key = call.get("index")
+            if key is None:
+                key = call.get("id")
+            function = call.get("function") or {}
+            raw_name = function.get("name")
+            name = raw_name if isinstance(raw_name, str) else ""
+            index = self._tools.get(key)
+            if index is None:
+                index, start_call = builder.start_tool_call(id=call.get("id") or "", name=name)
+                self._tools[key] = index
+                yield start_call
+            elif name:
+                block = builder.content[index]
+                if isinstance(block, ToolCall) and not block.name:
+                    builder.update_tool_call(index, name=name)
+            arguments = function.get("arguments")
+            yield builder.tool_call_delta(index, arguments if isinstance(arguments, str) else "")
+        finish_reason = choice.get("finish_reason")
+        if isinstance(finish_reason, str) and finish_reason:
+            self._finish_reason = finish_reason
+
+    def finish(self) -> Iterator[AssistantMessageEvent]:
+        builder = self._builder
+        if self._reasoning_details and self._thinking is not None:
+            builder.set_thinking_signature(self._thinking, compact_json(self._reasoning_details))
+        for index in builder.open_blocks:
+            yield builder.end_block(index)
+        has_tool_calls = bool(self._tools)
+        if self._finish_reason is None:
+            if self._compat.supports_finish_reason:
+                raise ProviderStreamError("Stream ended without finish_reason")
+            yield builder.done("toolUse" if has_tool_calls else "stop")
+            return
+        outcome, error = _finish_outcome(self._finish_reason)
+        if outcome is None:
+            raise ProviderStreamError(error)
+        yield builder.done(outcome)
+
+
+OPENAI_COMPLETIONS = HttpApi(
+    build_request=_build_request,
+    create_mapper=_CompletionsMapper,
+    format_http_error=format_openai_completions_error,
+)
+"""The ``openai-completions`` wire API for :func:`~._http.stream_http`."""
+
+
+def stream_openai_completions(
+    model: Model, context: LlmContext, options: StreamOptions, env: HttpEnv
+) -> AsyncGenerator[AssistantMessageEvent, None]:
+    """Stream one Chat Completions response (a built-in API of :class:`Models`).
+
+    Returns the async generator of :func:`~._http.stream_http` (see there for the event
+    contract, failures, abort and cancellation); close it when stopping early.
+    """
+    return stream_http(OPENAI_COMPLETIONS, model, context, options, env)
