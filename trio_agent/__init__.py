@@ -106,10 +106,13 @@ from ._transcript import get_tool_state_changes as get_tool_state_changes
 from ._transcript import normalize_context as normalize_context
 from ._transcript import render_system_message_update as render_system_message_update
 from ._transcript import to_tool_declaration as to_tool_declaration
+
 # --- validation (_validation.py) -------------------------------------------------------
 from ._validation import validate_tool_arguments as validate_tool_arguments
+
 # --- tool decorator (_tool_decorator.py) -----------------------------------------------
 from ._tool_decorator import tool as tool
+
 # --- agent (_agent.py) -----------------------------------------------------------------
 from ._agent import Agent as Agent
 from ._agent import AgentInitialState as AgentInitialState

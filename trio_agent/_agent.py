@@ -52,7 +52,7 @@ from ._transcript import (
     get_current_system_prompt,
     tool_declarations,
 )
-from ._util import collapse_exception_group, maybe_await
+from ._util import collapse_exception_group
 from .loop import (
     AfterToolCallHook,
     AgentLoopConfig,
@@ -116,7 +116,11 @@ class AgentState:
     """
 
     def __init__(
-        self, *, model: Model, thinking_level: ThinkingLevel, tools: list[AgentTool],
+        self,
+        *,
+        model: Model,
+        thinking_level: ThinkingLevel,
+        tools: list[AgentTool],
         messages: list[AgentMessage],
     ) -> None:
         self.model: Model = model
@@ -224,8 +228,9 @@ def _same_system_message(a: AgentMessage, b: AgentMessage) -> bool:
     # The loop may rewrite a queued system message's tool fields before delivering it.
     if not (isinstance(a, SystemMessage) and isinstance(b, SystemMessage)):
         return False
-    strip = {"tools_added": None, "tools_removed": None}
-    return attrs.evolve(a, **strip) == attrs.evolve(b, **strip)
+    return attrs.evolve(a, tools_added=None, tools_removed=None) == attrs.evolve(
+        b, tools_added=None, tools_removed=None
+    )
 
 
 @attrs.define(eq=False)
@@ -279,8 +284,7 @@ class Agent:
         initial_state: AgentInitialState | None = None,
         stream_fn: StreamFn | None = None,
         convert_to_llm: Callable[[list[AgentMessage]], Any] = default_convert_to_llm,
-        transform_context: Callable[[list[AgentMessage], AbortSignal | None], Any]
-        | None = None,
+        transform_context: Callable[[list[AgentMessage], AbortSignal | None], Any] | None = None,
         get_api_key: Callable[[str], Any] | None = None,
         on_payload: Callable[[dict[str, Any], Model], Any] | None = None,
         on_response: Callable[[ProviderResponse, Model], Any] | None = None,
@@ -304,9 +308,7 @@ class Agent:
         tools = list(initial.tools or [])
         messages = list(initial.messages or [])
         if not messages or messages[0].role != "system":
-            system = create_initial_system_message(
-                initial.system_prompt, tool_declarations(tools)
-            )
+            system = create_initial_system_message(initial.system_prompt, tool_declarations(tools))
             if system is not None:
                 messages.insert(0, system)
         self._state = AgentState(
@@ -512,8 +514,10 @@ class Agent:
             content: list[TextContent | ImageContent] = [TextContent(text=input)]
             content.extend(images or [])
             messages = [UserMessage(content=content)]
+        elif isinstance(input, list):
+            messages = input
         elif isinstance(input, Sequence):
-            messages = input if isinstance(input, list) else list(input)
+            messages = [*input]
         else:
             messages = [input]
         await self._run_prompt(messages, skip_initial_steering_poll=False)

@@ -1,4 +1,4 @@
-"""Contexts and results of the loop's hooks (reference §2.15–§2.21).
+"""Contexts and results of the loop's hooks (reference §2.15-§2.21).
 
 Every hook may be a plain function or an ``async def``; returning ``None`` means "no
 change". Context objects hand out the loop's live lists: retaining them observes later
@@ -11,10 +11,16 @@ from typing import Any, Literal
 
 import attrs
 
-from ._messages import AgentMessage, AssistantMessage, Model, ThinkingLevel, ToolCall
-from ._messages import ToolResultMessage, Usage
+from ._messages import (
+    AgentMessage,
+    AssistantMessage,
+    Model,
+    ThinkingLevel,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+)
 from ._tools import AgentTool, AgentToolResult
-
 
 __all__ = [
     "AfterToolCallContext",

@@ -32,6 +32,7 @@ from ._events import (
     TurnEndEvent,
     TurnStartEvent,
 )
+from ._exceptions import NothingToContinueError
 from ._hooks import (
     AgentContext,
     AgentLoopTurnUpdate,
@@ -60,7 +61,6 @@ from ._streaming import (
 )
 from ._tool_execution import AfterToolCallHook, BeforeToolCallHook, ToolBatch
 from ._transcript import declare_tool_changes
-from ._exceptions import NothingToContinueError
 from ._util import collapse_exception_group, maybe_await
 
 __all__ = [
@@ -392,9 +392,7 @@ class _Run:
         finally:
             await _aclose(events)
         if final is None:
-            final = self._synthesize(
-                "error", "Stream function ended without a done or error event"
-            )
+            final = self._synthesize("error", "Stream function ended without a done or error event")
         final = attrs.evolve(final, thinking_level=self.reasoning or "off")
         await self.finish_assistant(final)
         return final
@@ -632,4 +630,3 @@ def open_agent_loop_continue(
         ),
         max_buffer_size,
     )
-

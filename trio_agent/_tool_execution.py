@@ -1,6 +1,6 @@
 """One turn's tool batch: preparation, validation, hooks, sequential or parallel execution.
 
-Reference: upstream-agent.md §3.5–§3.9; SPEC §6 and §8. Tool failures are data (an
+Reference: upstream-agent.md §3.5-§3.9; SPEC §6 and §8. Tool failures are data (an
 ``Exception`` from a tool or a tool-level hook becomes an error result); cancellation is an
 exception and propagates. Parallel executions are tasks of one nursery, so nothing outlives
 the batch.
@@ -54,14 +54,14 @@ __all__ = [
 
 BeforeToolCallHook = Callable[
     [BeforeToolCallContext, AbortSignal | None],
-    BeforeToolCallResult | None | Awaitable[BeforeToolCallResult | None],
+    BeforeToolCallResult | Awaitable[BeforeToolCallResult | None] | None,
 ]
 """``before_tool_call(context, signal)``: return ``BeforeToolCallResult(block=True)`` to
 prevent execution."""
 
 AfterToolCallHook = Callable[
     [AfterToolCallContext, AbortSignal | None],
-    AfterToolCallResult | None | Awaitable[AfterToolCallResult | None],
+    AfterToolCallResult | Awaitable[AfterToolCallResult | None] | None,
 ]
 """``after_tool_call(context, signal)``: return field overrides for the result."""
 
@@ -355,9 +355,7 @@ class ToolBatch:
         record.started = True
         call = record.tool_call
         await self.emit(
-            ToolExecutionStartEvent(
-                tool_call_id=call.id, tool_name=call.name, args=call.arguments
-            )
+            ToolExecutionStartEvent(tool_call_id=call.id, tool_name=call.name, args=call.arguments)
         )
 
     async def _end(
@@ -387,9 +385,7 @@ class ToolBatch:
         await self.emit(MessageStartEvent(message=record.message))
         await self.emit(MessageEndEvent(message=record.message))
 
-    def _update_emitter(
-        self, record: CallRecord
-    ) -> Callable[[AgentToolResult], Awaitable[None]]:
+    def _update_emitter(self, record: CallRecord) -> Callable[[AgentToolResult], Awaitable[None]]:
         call = record.tool_call
 
         async def on_update(partial: AgentToolResult) -> None:
@@ -515,4 +511,3 @@ class ToolBatch:
             if not record.ended:
                 await self._end(record, aborted_result(), True)
             await self._publish(record)
-

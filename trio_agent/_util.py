@@ -20,7 +20,7 @@ async def maybe_await(value: Awaitable[T] | T) -> T:
     hook's return value here.
     """
     if inspect.isawaitable(value):
-        return await value  # type: ignore[no-any-return]  # the awaitable yields T
+        return await value
     return value
 
 

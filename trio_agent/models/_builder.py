@@ -244,7 +244,7 @@ class AssistantMessageBuilder:
         else ``toolUse`` when a tool call exists, else ``stop``."""
         if reason is None:
             if self.stop_reason in ("stop", "length", "toolUse"):
-                reason = self.stop_reason  # type: ignore[assignment]  # narrowed above
+                reason = self.stop_reason
             elif any(isinstance(block, ToolCall) for block in self._content):
                 reason = "toolUse"
             else:
