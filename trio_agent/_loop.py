@@ -160,6 +160,7 @@ class _Run:
         self.assistant: AssistantMessage | None = None
         self.assistant_started = False
         self.assistant_final = False
+        self.requesting = False
         self.batch: ToolBatch | None = None
 
     async def emit(self, event: AgentEvent) -> None:
@@ -192,6 +193,9 @@ class _Run:
         return self.new_messages
 
     async def poll(self, source: Callable[[], Any] | None) -> list[AgentMessage]:
+        # No queue poll after an abort (SPEC §8): a sync hook or a shielded emit before
+        # this point never checkpointed, so the abort may not have been observed yet.
+        await trio.lowlevel.checkpoint_if_cancelled()
         if source is None:
             return []
         return list(await maybe_await(source()) or [])
@@ -211,6 +215,9 @@ class _Run:
                             prepared = self.apply_turn_update(update)
                     if not pending:
                         pending = await self.poll(config.get_steering_messages)
+                    # An abort in prepare_next_turn ends the run before a new turn starts
+                    # and before drained messages are delivered (reference §3.12).
+                    await trio.lowlevel.checkpoint_if_cancelled()
                     await self.emit(TurnStartEvent())
                     self.turn_open = True
                 to_emit = declare_tool_changes(
@@ -218,12 +225,13 @@ class _Run:
                 )
                 pending = []
                 for message in to_emit:
+                    # An abort (e.g. in the previous message's or turn_start's listener)
+                    # stops the turn before another message is delivered (§3.12).
+                    await trio.lowlevel.checkpoint_if_cancelled()
                     await self.emit_message(message)
                     self.context.messages.append(message)
                     self.new_messages.append(message)
-                    # An abort after any emitted pending message stops the turn here,
-                    # before another message or a request (reference §3.12).
-                    await trio.lowlevel.checkpoint_if_cancelled()
+                await trio.lowlevel.checkpoint_if_cancelled()
 
                 if config.prepare_request is not None:
                     request_update = await maybe_await(
@@ -309,7 +317,7 @@ class _Run:
         self.batch = None
         await self.emit(TurnEndEvent(message=message, tool_results=tool_results))
         self.assistant = None
-        self.assistant_started = self.assistant_final = False
+        self.assistant_started = self.assistant_final = self.requesting = False
 
     def tool_mode(self, batch: ToolBatch) -> Literal["sequential", "parallel"]:
         if self.config.tool_execution == "sequential":
@@ -365,6 +373,9 @@ class _Run:
             on_provider_stream_event=config.on_provider_stream_event,
         )
         stream_fn = self.stream_fn if self.stream_fn is not None else get_default_stream_fn()
+        # No provider request after an abort, even when the hooks above never checkpointed.
+        await trio.lowlevel.checkpoint_if_cancelled()
+        self.requesting = True
         events = await iterate_stream(
             stream_fn, self.model, LlmContext(messages=list(llm_messages)), options
         )
@@ -430,7 +441,7 @@ class _Run:
     async def close_aborted(self) -> None:
         """Deliver the closing events of an aborted run (SPEC §8 table). Runs shielded."""
         if self.turn_open:
-            if self.assistant is None:
+            if self.assistant is None and not self.requesting:
                 # Aborted after turn_start, before the request.
                 message = self._synthesize("aborted", OPERATION_ABORTED)
                 await self.finish_assistant(message)

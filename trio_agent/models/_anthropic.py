@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import sys
 from collections.abc import AsyncGenerator, Iterator, Sequence
 from typing import Any, Literal
 
@@ -65,7 +66,6 @@ __all__ = [
     "stream_anthropic",
 ]
 
-API = "anthropic-messages"
 ANTHROPIC_VERSION = "2023-06-01"
 INTERLEAVED_THINKING_BETA = "interleaved-thinking-2025-05-14"
 FINE_GRAINED_TOOL_STREAMING_BETA = "fine-grained-tool-streaming-2025-05-14"
@@ -315,8 +315,9 @@ def build_anthropic_body(
     rest = messages[1:] if system is not None else messages
     betas: list[str] = []
 
+    # max_tokens is required by the API; 4096 stands in for a model that declares none.
     max_tokens = clamp_max_tokens_to_context(
-        model, messages, options.max_tokens or model.max_tokens
+        model, messages, options.max_tokens or model.max_tokens or 4096
     )
     # No requested level means no thinking; a requested one is clamped to what the model
     # supports (which may be "off").
@@ -332,7 +333,7 @@ def build_anthropic_body(
         output_config = {"effort": _adaptive_effort(model, level)}
     else:
         max_tokens, budget = adjust_max_tokens_for_thinking(
-            max_tokens, model.max_tokens, level, options.thinking_budgets
+            max_tokens, model.max_tokens or sys.maxsize, level, options.thinking_budgets
         )
         max_tokens = clamp_max_tokens_to_context(model, messages, max_tokens)
         budget = min(budget, max(0, max_tokens - 1024))
@@ -444,9 +445,15 @@ class AnthropicEventMapper:
                 return json.loads(sse.data)
             except ValueError:
                 return {"type": "error", "data": sse.data}
-        if sse.event != "message" and sse.event not in _HANDLED_EVENTS:
-            return None  # ping and future event kinds
-        payload = parse_sse_json(sse.data)
+        if sse.event == "message" or sse.event in _HANDLED_EVENTS:
+            payload = parse_sse_json(sse.data)
+        else:
+            # ping and future event kinds reach on_provider_stream_event but are not mapped;
+            # data that is not JSON there is no reason to fail the stream.
+            try:
+                payload = json.loads(sse.data)
+            except ValueError:
+                return None
         if not isinstance(payload, dict):
             return None
         if sse.event != "message" and payload.get("type") != sse.event:

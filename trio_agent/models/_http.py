@@ -47,7 +47,6 @@ from collections.abc import (
     Iterable,
     Mapping,
 )
-from contextlib import aclosing
 from email.utils import parsedate_to_datetime
 from functools import partial
 from typing import Any, Protocol, TypeAlias
@@ -462,6 +461,18 @@ def _collect(
     return events, None
 
 
+async def _unwind(frames: AsyncGenerator[httpx_sse.ServerSentEvent, None]) -> None:
+    # httpx reads a body through a chain of nested async generators. Stopping early would
+    # leave them suspended until the garbage collector finalizes them (a ResourceWarning
+    # under Trio). With the response already closed, the next read fails at once and the
+    # failure unwinds the whole chain.
+    try:
+        async for _ in frames:
+            pass
+    except Exception:
+        pass
+
+
 async def stream_http(
     api: HttpApi,
     model: Model,
@@ -548,6 +559,7 @@ async def stream_http(
         return
 
     # -- response phase: the response closes however the generator ends ----------------
+    frames: AsyncGenerator[httpx_sse.ServerSentEvent, None] | None = None
     try:
         with open_abort_scope(signal):
             try:
@@ -565,48 +577,55 @@ async def stream_http(
             yield fail(failure)
             return
 
+        try:
+            mapper = api.create_mapper(builder, model)
+        except Exception as exc:
+            yield fail(exc)
+            return
         yield builder.start()
-        mapper = api.create_mapper(builder, model)
-        async with aclosing(httpx_sse.EventSource(response).aiter_sse()) as frames:
-            while not mapper.finished:
-                raw: Any = None
-                ended = False
-                with open_abort_scope(signal):
+        frames = httpx_sse.EventSource(response).aiter_sse()
+        while not mapper.finished:
+            raw: Any = None
+            ended = False
+            with open_abort_scope(signal):
+                try:
+                    frame = await anext(frames)
+                except StopAsyncIteration:
+                    ended = True
+                except httpx_sse.SSEError as exc:
+                    # Not a connection problem, although httpx-sse derives it from one.
+                    failure = exc
+                except httpx.TransportError as exc:
+                    failure = ProviderStreamError(connection_error_message(exc))
+                except Exception as exc:
+                    failure = exc
+                else:
                     try:
-                        frame = await anext(frames)
-                    except StopAsyncIteration:
-                        ended = True
-                    except httpx.TransportError as exc:
-                        failure = ProviderStreamError(connection_error_message(exc))
+                        raw = mapper.parse(
+                            SseEvent(event=frame.event, data=frame.data, id=frame.id)
+                        )
+                        if raw is not None and options.on_provider_stream_event is not None:
+                            await maybe_await(options.on_provider_stream_event(raw, model))
                     except Exception as exc:
                         failure = exc
-                    else:
-                        try:
-                            raw = mapper.parse(
-                                SseEvent(event=frame.event, data=frame.data, id=frame.id)
-                            )
-                            if raw is not None and options.on_provider_stream_event is not None:
-                                await maybe_await(options.on_provider_stream_event(raw, model))
-                        except Exception as exc:
-                            failure = exc
-                if aborted():
-                    yield builder.aborted()
-                    return
-                if failure is not None:
-                    yield fail(failure)
-                    return
-                if ended:
-                    break
-                if raw is None:
-                    continue
-                events, failure = _collect(partial(mapper.map, raw))
-                for event in events:
-                    yield event
-                if failure is not None:
-                    yield fail(failure)
-                    return
-                if events and _is_terminal(events[-1]):
-                    return
+            if aborted():
+                yield builder.aborted()
+                return
+            if failure is not None:
+                yield fail(failure)
+                return
+            if ended:
+                break
+            if raw is None:
+                continue
+            events, failure = _collect(partial(mapper.map, raw))
+            for event in events:
+                yield event
+            if failure is not None:
+                yield fail(failure)
+                return
+            if events and _is_terminal(events[-1]):
+                return
 
         if aborted():
             yield builder.aborted()
@@ -620,3 +639,5 @@ async def stream_http(
             yield builder.done()
     finally:
         await response.aclose()
+        if frames is not None:
+            await _unwind(frames)

@@ -166,8 +166,10 @@ class Models:
         options = options if options is not None else StreamOptions()
         custom = self._apis.get(model.api)
         if custom is not None:
-            async for event in self._forward_custom(custom, model, context, options):
-                yield event
+            forward = self._forward_custom(custom, model, context, options)
+            async with aclosing(forward) as events:
+                async for event in events:
+                    yield event
             return
         builtin = BUILTIN_APIS.get(model.api)
         if builtin is None:

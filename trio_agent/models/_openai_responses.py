@@ -61,7 +61,6 @@ __all__ = [
     "stream_openai_responses",
 ]
 
-API = "openai-responses"
 
 _INVALID_ID_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 _MAX_ID_LENGTH = 64

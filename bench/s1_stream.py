@@ -1,0 +1,125 @@
+"""S1: one prompt whose response streams 20,000 one-character text deltas.
+
+One counting listener is subscribed. Reported: µs per text delta for the whole
+``prompt()`` (all events of the run included). Floor: 20,000 channel round trips to an
+awaited no-op consumer; extras give the pipelined floor (one-way sends through the
+agent's 16-slot buffer shape) and the scripted stream's own cost per event.
+"""
+
+from __future__ import annotations
+
+import functools
+import statistics
+import time
+from typing import Any
+
+from trio_agent import (
+    Agent,
+    AgentEvent,
+    AgentInitialState,
+    AssistantMessageEvent,
+    DoneEvent,
+    StartEvent,
+    TextContent,
+    TextDeltaEvent,
+    TextEndEvent,
+    TextStartEvent,
+)
+
+from ._common import (
+    MODEL,
+    ScriptedStream,
+    assistant_message,
+    channel_round_trips,
+    pipelined_sends,
+    replay,
+    result_line,
+    run_trio,
+)
+
+DELTAS = 20_000
+
+
+def build_script(deltas: int = DELTAS) -> list[AssistantMessageEvent]:
+    """``start``, ``text_start``, ``deltas`` one-character deltas, ``text_end``, ``done``.
+
+    Every delta shares one partial snapshot: building 20,000 growing snapshots would
+    cost more than the agent does (the loop only forwards ``partial``).
+    """
+    text = "x" * deltas
+    partial = assistant_message([TextContent(text="")])
+    final = assistant_message([TextContent(text=text)])
+    events: list[AssistantMessageEvent] = [
+        StartEvent(partial=assistant_message([])),
+        TextStartEvent(content_index=0, partial=partial),
+    ]
+    events.extend(TextDeltaEvent(content_index=0, delta="x", partial=partial) for _ in text)
+    events.append(TextEndEvent(content_index=0, content=text, partial=final))
+    events.append(DoneEvent(reason="stop", message=final))
+    return events
+
+
+def run_agent(script: list[AssistantMessageEvent]) -> tuple[float, int]:
+    """One timed ``prompt()``; returns (seconds, events the listener counted)."""
+    agent = Agent(AgentInitialState(model=MODEL), stream_fn=ScriptedStream([script]))
+    counted = 0
+
+    def count(event: AgentEvent) -> None:
+        nonlocal counted
+        counted += 1
+
+    agent.subscribe(count)
+
+    async def main() -> float:
+        start = time.perf_counter()
+        await agent.prompt("go")
+        return time.perf_counter() - start
+
+    elapsed = run_trio(main)
+    if agent.state.error_message is not None:
+        raise RuntimeError(f"S1 run failed: {agent.state.error_message}")
+    return elapsed, counted
+
+
+def stream_only(script: list[AssistantMessageEvent]) -> float:
+    """Seconds to iterate the scripted stream alone (what the agent's figure includes)."""
+
+    async def main() -> float:
+        start = time.perf_counter()
+        async for _ in replay(script):
+            pass
+        return time.perf_counter() - start
+
+    return run_trio(main)
+
+
+def run(runs: int) -> list[dict[str, Any]]:
+    """Measure S1 ``runs`` times (after one warm-up run) and return its result line."""
+    script = build_script()
+    run_agent(script)  # warm-up: imports, caches, allocator
+    agent_us: list[float] = []
+    floor_us: list[float] = []
+    pipelined_us: list[float] = []
+    stream_us: list[float] = []
+    events = 0
+    for _ in range(runs):
+        elapsed, events = run_agent(script)
+        agent_us.append(elapsed / DELTAS * 1e6)
+        floor = functools.partial(channel_round_trips, DELTAS)
+        floor_us.append(run_trio(floor) / DELTAS * 1e6)
+        pipelined = functools.partial(pipelined_sends, DELTAS)
+        pipelined_us.append(run_trio(pipelined) / DELTAS * 1e6)
+        stream_us.append(stream_only(script) / DELTAS * 1e6)
+    return [
+        result_line(
+            "S1",
+            "us/event",
+            agent_us,
+            floor_us,
+            deltas=DELTAS,
+            events_delivered=events,
+            floor_round_trips=DELTAS,
+            floor_pipelined_median=statistics.median(pipelined_us),
+            stream_us_per_event=statistics.median(stream_us),
+        )
+    ]
