@@ -188,7 +188,7 @@ async def test_uses_the_configured_default_when_a_legacy_caller_omits_stream_fn(
     finally:
         set_default_stream_fn(None)
     assert len(requests.contexts) == 1
-    with pytest.raises(AgentError, match="^No default stream function configured"):
+    with pytest.raises(AgentError, match=r"^No default stream function configured"):
         Agent()
 
 
@@ -523,7 +523,7 @@ async def test_should_ignore_tool_updates_after_the_tool_execution_settles() -> 
     assert len(requests.contexts) == 1  # terminate stopped the run
 
 
-async def test_should_ignore_a_settled_parallel_tool_update_while_another_tool_is_still_running() -> (
+async def test_should_ignore_a_settled_parallel_tool_update_while_another_tool_is_still_running() -> (  # noqa: E501
     None
 ):
     fast_update: list[AgentToolUpdateCallback] = []
@@ -679,9 +679,7 @@ async def test_should_throw_when_continue_called_while_streaming() -> None:
 # 23-35: continuation, hooks, queues, forwarded options
 
 
-async def test_continue_should_process_queued_follow_up_messages_after_an_assistant_turn() -> (
-    None
-):
+async def test_continue_should_process_queued_follow_up_messages_after_an_assistant_turn() -> None:
     requests = Requests(text_reply("answer to follow-up"))
     agent = requests.agent(
         initial_state=AgentInitialState(
@@ -954,4 +952,3 @@ async def test_forwards_session_id_to_stream_function_options() -> None:
     agent.session_id = "session-def"
     await agent.prompt("two")
     assert [o.session_id for o in requests.options] == ["session-abc", "session-def"]
-

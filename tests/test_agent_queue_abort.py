@@ -26,7 +26,12 @@ from trio_agent import (
     UserMessage,
     content_text,
 )
-from trio_agent.testing import EventRecorder, FauxProvider, assert_event_types, faux_assistant_message
+from trio_agent.testing import (
+    EventRecorder,
+    FauxProvider,
+    assert_event_types,
+    faux_assistant_message,
+)
 
 
 def user(text: str, *, image: bool = False) -> UserMessage:

@@ -52,9 +52,10 @@ from ._transcript import (
     get_current_system_prompt,
     tool_declarations,
 )
-from ._util import collapse_exception_group
+from ._util import collapse_exception_group, maybe_await
 from .loop import (
     AfterToolCallHook,
+    AgentEventSink,
     AgentLoopConfig,
     BeforeToolCallHook,
     default_convert_to_llm,
@@ -269,6 +270,8 @@ class _ActiveRun:
     skip_initial_steering_poll: bool
     send: trio.MemorySendChannel[tuple[AgentEvent, _Ack | None]] | None = None
     update_error: BaseException | None = None
+    ended: bool = False
+    """``agent_end`` was dispatched: nothing may follow it (SPEC §8)."""
 
 
 class Agent:
@@ -504,8 +507,9 @@ class Agent:
 
         Raises:
             AgentBusyError: a run is already active.
-            Exception: a listener raised again while the failure of the run was being
-                reported.
+            Exception: a listener raised on ``agent_end`` (nothing may follow it, so the
+                error cannot be reported in-band), or raised again while the failure of
+                the run was being reported.
         """
         if self._active is not None:
             raise AgentBusyError(_PROMPT_BUSY)
@@ -532,6 +536,8 @@ class Agent:
             AgentBusyError: a run is already active.
             NothingToContinueError: no messages (or only system messages), or an assistant
                 tail with nothing queued.
+            Exception: a listener raised on ``agent_end``, or raised again while the
+                failure of the run was being reported (as for :meth:`prompt`).
         """
         if self._active is not None:
             raise AgentBusyError(_CONTINUE_BUSY)
@@ -612,7 +618,7 @@ class Agent:
     async def _run(
         self,
         executor: Callable[
-            [AgentContext, AgentLoopConfig, Callable[[AgentEvent], Awaitable[None]], AbortSignal],
+            [AgentContext, AgentLoopConfig, AgentEventSink, AbortSignal],
             Awaitable[list[AgentMessage]],
         ],
         *,
@@ -640,6 +646,10 @@ class Agent:
                     try:
                         await executor(context, config, emit, run.controller.signal)
                     except Exception as exc:
+                        if run.ended:
+                            # A listener failed on agent_end: no event may follow it
+                            # (SPEC §8), so the error leaves prompt() after cleanup.
+                            raise
                         with trio.CancelScope(shield=True):
                             await self._report_failure(exc, emit, run)
         except BaseExceptionGroup as group:
@@ -654,14 +664,22 @@ class Agent:
             self._active = None
             run.idle.set()
 
-    def _emitter(self, run: _ActiveRun) -> Callable[[AgentEvent], Awaitable[None]]:
-        async def emit(event: AgentEvent) -> None:
-            send = run.send
-            assert send is not None
+    def _emitter(self, run: _ActiveRun) -> Callable[[AgentEvent], Awaitable[None] | None]:
+        send = run.send
+        assert send is not None
+
+        def emit(event: AgentEvent) -> Awaitable[None] | None:
             if isinstance(event, MessageUpdateEvent):
-                # Pipelined: delivered in order, without waiting for the listeners.
-                await send.send((event, None))
-                return
+                # Pipelined (SPEC §8): queued in order without waiting for the listeners;
+                # only a full pipeline makes the loop wait.
+                try:
+                    send.send_nowait((event, None))
+                except trio.WouldBlock:
+                    return send.send((event, None))
+                return None
+            return emit_barrier(event)
+
+        async def emit_barrier(event: AgentEvent) -> None:
             ack = _Ack()
             await send.send((event, ack))
             await ack.done.wait()
@@ -680,9 +698,22 @@ class Agent:
         # ends when the run closes the send side.
         with trio.CancelScope(shield=True):
             async with receive:
-                async for event, ack in receive:
+                while True:
+                    # Drain what is buffered without a checkpoint per event; block only
+                    # when the pipeline is empty.
+                    try:
+                        event, ack = receive.receive_nowait()
+                    except trio.WouldBlock:
+                        try:
+                            event, ack = await receive.receive()
+                        except trio.EndOfChannel:
+                            return
+                    except trio.EndOfChannel:
+                        return
                     try:
                         self._reduce(event)
+                        if isinstance(event, AgentEndEvent):
+                            run.ended = True
                         signal = run.controller.signal
                         for listener in list(self._listeners):
                             if listener.takes_signal:
@@ -691,7 +722,10 @@ class Agent:
                                 value = listener.fn(event)
                             if inspect.isawaitable(value):
                                 await value
-                    except Exception as exc:
+                    except BaseException as exc:
+                        # Every failure goes back to the emitter, KeyboardInterrupt
+                        # included: the emitter waits for the ack under a shield, so a
+                        # dispatcher that died here would hang the run forever.
                         if ack is None:
                             run.update_error = run.update_error or exc
                         else:
@@ -722,7 +756,7 @@ class Agent:
     async def _report_failure(
         self,
         error: Exception,
-        emit: Callable[[AgentEvent], Awaitable[None]],
+        emit: Callable[[AgentEvent], Awaitable[None] | None],
         run: _ActiveRun,
     ) -> None:
         """Close a run that raised with a synthesized assistant failure (reference §4.8)."""
@@ -735,10 +769,13 @@ class Agent:
             stop_reason="aborted" if run.controller.signal.aborted else "error",
             error_message=str(error) or type(error).__name__,
         )
-        await emit(MessageStartEvent(message=message))
-        await emit(MessageEndEvent(message=message))
-        await emit(TurnEndEvent(message=message, tool_results=[]))
-        await emit(AgentEndEvent(messages=[message]))
+        for event in (
+            MessageStartEvent(message=message),
+            MessageEndEvent(message=message),
+            TurnEndEvent(message=message, tool_results=[]),
+            AgentEndEvent(messages=[message]),
+        ):
+            await maybe_await(emit(event))
 
 
 def _check_mode(mode: QueueMode) -> QueueMode:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import signal
@@ -51,7 +52,9 @@ from ._messages import (
 )
 from ._streaming import StreamFn
 from ._transcript import content_text
+from ._util import collapse_exception_group
 from .models import Models
+from .models._http import env_api_key
 from .serialization import dump_transcript, load_transcript, to_json
 
 __all__ = ["build_parser", "main", "run_program"]
@@ -242,8 +245,14 @@ class Renderer:
             self.stdout.flush()
             self._at_line_start = True
 
-    def notice(self, line: str) -> None:
-        """Write one line to stderr (after ending a pending stdout line)."""
+    def notice(self, line: str, *, after_input: bool = False) -> None:
+        """Write one line to stderr, after ending a pending stdout line.
+
+        ``after_input``: the user just pressed Enter on the terminal, so the cursor is
+        already at the start of a line and the streamed text must not be split.
+        """
+        if after_input:
+            self._at_line_start = True
         self.end_line()
         self.stderr.write(line + "\n")
         self.stderr.flush()
@@ -304,6 +313,22 @@ def _unknown_model_message(spec: ModelSpec, models: Models) -> str:
     )
 
 
+PLACEHOLDER_API_KEY = "none"
+"""Sent to a ``--base-url`` server when no key is configured: local servers (Ollama,
+llama.cpp) need none, but the providers refuse to send a request without one."""
+
+
+def _key_source(args: argparse.Namespace) -> Callable[[str], str | None] | None:
+    """The agent's ``get_api_key``: ``--api-key``, else (consulted after it) the
+    provider's environment variable, else the placeholder for a ``--base-url`` server."""
+    api_key: str | None = args.api_key
+    if api_key is not None:
+        return lambda provider: api_key
+    if args.base_url is not None:
+        return lambda provider: None if env_api_key(provider) else PLACEHOLDER_API_KEY
+    return None
+
+
 def _check_options(args: argparse.Namespace) -> None:
     if args.model is None:
         for option, value in (
@@ -353,7 +378,8 @@ class Program:
         already requested, end the program (status 130)."""
         if self.agent.state.is_streaming and not self._abort_requested:
             self._abort_requested = True
-            self.renderer.notice("[interrupt] aborting the run; press Ctrl-C again to exit")
+            # No notice here: text already in the event pipeline is still to be printed;
+            # the run's closing events report the abort in order.
             self.agent.abort("interrupted")
         else:
             self._scope.cancel()
@@ -433,7 +459,7 @@ class Program:
 
     async def run_once(self, prompt: str) -> int:
         """``trio-agent run``: one prompt."""
-        await self._prompt(lambda: self.agent.prompt(prompt))
+        await self._prompt(functools.partial(self.agent.prompt, prompt))
         return self.status()
 
     async def chat(self, lines: trio.MemoryReceiveChannel[str]) -> int:
@@ -452,7 +478,7 @@ class Program:
             async with trio.open_nursery() as nursery:
                 if self.interactive:
                     nursery.start_soon(self._steer_from, lines)
-                await self._prompt(lambda: self.agent.prompt(text))
+                await self._prompt(functools.partial(self.agent.prompt, text))
                 # Steering typed just after the run's last queue poll: run it now.
                 while self.agent.has_queued_messages() and self.status() != EXIT_INTERRUPTED:
                     await self._prompt(self.agent.continue_)
@@ -475,7 +501,15 @@ class Program:
                 return
             if text:
                 self.agent.steer(UserMessage(content=[TextContent(text=text)]))
-                self.renderer.notice(f"[steer] {text}")
+                self.renderer.notice(f"[steer] {text}", after_input=True)
+
+
+def _load_session(path: Path) -> list[AgentMessage] | None:
+    """The session's transcript, or ``None`` when the file does not exist yet."""
+    try:
+        return load_transcript(path)
+    except FileNotFoundError:
+        return None
 
 
 async def read_lines(stdin: TextIO, send: trio.MemorySendChannel[str]) -> None:
@@ -517,12 +551,38 @@ async def run_program(
     Raises:
         UsageError: unknown model, unreadable session file, inconsistent options.
     """
+    try:
+        return await _run_program(
+            args,
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            handle_signals=handle_signals,
+            lines=lines,
+            interactive=interactive,
+        )
+    except BaseExceptionGroup as group:
+        # Only one error is possible here (the program's own tasks never fail); see
+        # collapse_exception_group for the policy.
+        raise collapse_exception_group(group) from None
+
+
+async def _run_program(
+    args: argparse.Namespace,
+    *,
+    stdin: TextIO,
+    stdout: TextIO,
+    stderr: TextIO,
+    handle_signals: bool,
+    lines: trio.MemoryReceiveChannel[str] | None,
+    interactive: bool | None,
+) -> int:
     _check_options(args)
     session: Path | None = args.session
     messages: list[AgentMessage] | None = None
-    if session is not None and session.exists():
+    if session is not None:
         try:
-            messages = await trio.to_thread.run_sync(load_transcript, session)
+            messages = await trio.to_thread.run_sync(_load_session, session)
         except (OSError, SerializationError) as exc:
             raise UsageError(f"cannot load session {str(session)!r}: {exc}") from None
     renderer = Renderer(stdout, stderr, json_lines=args.json)
@@ -533,7 +593,6 @@ async def run_program(
         else:
             models = await stack.enter_async_context(Models())
             setup = _Setup(model=_resolve_model(args, models), stream_fn=models.stream_simple)
-        api_key: str | None = args.api_key
         agent = Agent(
             AgentInitialState(
                 system_prompt=args.system if args.system is not None else DEMO_SYSTEM_PROMPT,
@@ -543,7 +602,7 @@ async def run_program(
                 messages=messages,
             ),
             stream_fn=setup.stream_fn,
-            get_api_key=(lambda provider: api_key) if api_key is not None else None,
+            get_api_key=_key_source(args),
         )
         agent.subscribe(renderer)
         if args.command == "run":
@@ -590,3 +649,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:  # Ctrl-C before the handler was installed
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (``trio-agent run ... | head``): stop quietly, and point
+        # stdout at devnull so the interpreter's final flush does not complain again.
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_ERROR

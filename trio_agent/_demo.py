@@ -25,15 +25,14 @@ from ._messages import (
     AssistantMessage,
     Message,
     Model,
-    TextContent,
     ToolCall,
     ToolResultMessage,
     UserMessage,
 )
 from ._streaming import LlmContext, StreamOptions
 from ._tool_decorator import tool
-from ._transcript import content_text
 from ._tools import AgentTool
+from ._transcript import content_text
 from .models import FauxProvider, FauxState, faux_assistant_message, faux_text, faux_tool_call
 
 __all__ = [

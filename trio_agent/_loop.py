@@ -73,8 +73,9 @@ __all__ = [
     "run_agent_loop_continue",
 ]
 
-AgentEventSink = Callable[[AgentEvent], Awaitable[None]]
-"""``emit(event)``: awaited by the loop; the loop does not go on until it returns."""
+AgentEventSink = Callable[[AgentEvent], Awaitable[None] | None]
+"""``emit(event)``: the loop does not go on until it has returned and, when it returns an
+awaitable (an ``async def`` sink), until that was awaited. Never called concurrently."""
 
 REQUEST_ABORTED = "Request was aborted"
 OPERATION_ABORTED = "Operation aborted"
@@ -162,11 +163,32 @@ class _Run:
         self.assistant_final = False
         self.requesting = False
         self.batch: ToolBatch | None = None
+        # Parallel tools and their on_update emissions emit from several tasks; the
+        # sink is still called for one event at a time, in arrival order (SPEC §8).
+        self._emit_lock = trio.StrictFIFOLock()
 
     async def emit(self, event: AgentEvent) -> None:
-        # Listeners are outside the run's work scope: an abort never interrupts them.
-        with trio.CancelScope(shield=True):
-            await self._emit_to(event)
+        lock = self._emit_lock
+        if lock.locked():
+            # Another task (a parallel tool) is inside the sink: queue behind it.
+            with trio.CancelScope(shield=True):
+                async with lock:
+                    value = self._emit_to(event)
+                    if value is not None:
+                        await value
+            return
+        # Fast path, taken per streamed token: no checkpoint, and a shield only when the
+        # sink actually has something to await.
+        lock.acquire_nowait()
+        try:
+            value = self._emit_to(event)
+            if value is not None:
+                # Listeners are outside the run's work scope: an abort never interrupts
+                # them.
+                with trio.CancelScope(shield=True):
+                    await value
+        finally:
+            lock.release()
 
     async def emit_message(self, message: AgentMessage) -> None:
         await self.emit(MessageStartEvent(message=message))
@@ -581,8 +603,13 @@ async def _open_loop(
             pass
 
     async def drive() -> None:
-        async with send:
+        try:
             await runner(emit)
+        finally:
+            # close(), not aclose(): aclose() is a checkpoint, and the cancellation that
+            # the consumer's exit (on end of channel) triggers would replace the run's
+            # exception there, losing it.
+            send.close()
 
     try:
         async with trio.open_nursery() as nursery, receive:

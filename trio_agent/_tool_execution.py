@@ -116,6 +116,8 @@ class CallRecord:
     result: AgentToolResult | None = None
     is_error: bool = True
     duration_ms: int | None = None
+    execute_started_at: float | None = None
+    """Trio time when ``execute()`` was called (``None`` if it never ran)."""
     message: ToolResultMessage | None = None
     message_emitted: bool = False
 
@@ -450,9 +452,11 @@ class ToolBatch:
             if signal is not None and signal.aborted:
                 await self._end(record, aborted_result(), True)
                 return
+            record.execute_started_at = trio.current_time()
             result, is_error, duration = await _execute(
                 prepared, signal=signal, on_update=self._update_emitter(record)
             )
+            record.duration_ms = duration
             result, is_error = await _finalize(
                 prepared,
                 result,
@@ -509,5 +513,10 @@ class ToolBatch:
             if not record.started:
                 await self._start(record)
             if not record.ended:
-                await self._end(record, aborted_result(), True)
+                # A call the abort interrupted did run: report how long (SPEC §2.2).
+                duration = record.duration_ms
+                if duration is None and record.execute_started_at is not None:
+                    elapsed = trio.current_time() - record.execute_started_at
+                    duration = round(elapsed * 1000)
+                await self._end(record, aborted_result(), True, duration)
             await self._publish(record)

@@ -82,6 +82,18 @@ class AssistantMessageBuilder:
 
     def snapshot(self, **changes: Any) -> AssistantMessage:
         """The message as it is now (an immutable snapshot), with optional overrides."""
+        if not changes:  # the per-token path
+            return AssistantMessage(
+                content=list(self._content),
+                api=self.api,
+                provider=self.provider,
+                model=self.model,
+                usage=self.usage,
+                stop_reason=self.stop_reason,
+                response_id=self.response_id,
+                response_model=self.response_model,
+                timestamp=self.timestamp,
+            )
         fields: dict[str, Any] = {
             "content": list(self._content),
             "api": self.api,
@@ -110,7 +122,10 @@ class AssistantMessageBuilder:
     def text_delta(self, index: int, delta: str) -> TextDeltaEvent:
         """Append ``delta`` to the text block at ``index``."""
         block = self._block(index, TextContent)
-        self._content[index] = attrs.evolve(block, text=block.text + delta)
+        # Direct construction: this runs once per streamed token (attrs.evolve is slower).
+        self._content[index] = TextContent(
+            text=block.text + delta, text_signature=block.text_signature
+        )
         return TextDeltaEvent(content_index=index, delta=delta, partial=self.snapshot())
 
     def end_text(
@@ -143,7 +158,11 @@ class AssistantMessageBuilder:
     def thinking_delta(self, index: int, delta: str) -> ThinkingDeltaEvent:
         """Append ``delta`` to the thinking block at ``index``."""
         block = self._block(index, ThinkingContent)
-        self._content[index] = attrs.evolve(block, thinking=block.thinking + delta)
+        self._content[index] = ThinkingContent(
+            thinking=block.thinking + delta,
+            thinking_signature=block.thinking_signature,
+            redacted=block.redacted,
+        )
         return ThinkingDeltaEvent(content_index=index, delta=delta, partial=self.snapshot())
 
     def set_thinking_signature(self, index: int, signature: str, *, append: bool = False) -> None:

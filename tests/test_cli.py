@@ -1,0 +1,654 @@
+"""The ``trio-agent`` program: in-process (``main`` / ``run_program``) and as a subprocess."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import trio
+import trio.testing
+
+from trio_agent import (
+    AbortController,
+    AgentEvent,
+    AgentTool,
+    AssistantMessage,
+    LlmContext,
+    Message,
+    StreamOptions,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+    content_text,
+)
+from trio_agent._cli import UsageError, build_parser, main, run_program
+from trio_agent._demo import (
+    DEMO_TOOLS,
+    DemoModel,
+    calculate,
+    demo_response,
+    evaluate_arithmetic,
+    get_time,
+    get_weather,
+)
+from trio_agent.models import FauxState
+from trio_agent.serialization import from_json, load_transcript
+
+WEATHER_PROMPT = "What is the weather in Paris?"
+WEATHER_OUT = (
+    "Let me check the weather in Paris.\n"
+    "The weather in Paris: partly cloudy, 18 degrees Celsius, wind 11 km/h (demo data).\n"
+)
+WEATHER_ERR = (
+    '[tool call] get_weather {"city":"Paris"}\n'
+    "[tool result] get_weather: partly cloudy, 18 degrees Celsius, wind 11 km/h\n"
+)
+HELLO_OUT = (
+    'You said: "hello". I am the offline demo model of trio-agent, so I only know a few '
+    'tricks: ask me about the weather ("What is the weather in Paris?"), a calculation '
+    '("What is 6 * 7?") or the time. Run with --model provider/id to talk to a real '
+    "model.\n"
+)
+ADD_OUT = "Let me calculate 3 + 4.\n3 + 4 = 7.\n"
+ADD_ERR = '[tool call] calculate {"expression":"3 + 4"}\n[tool result] calculate: 7\n'
+
+POSIX_ONLY = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+
+
+def _python_m(*args: str) -> list[str]:
+    return [sys.executable, "-m", "trio_agent", *args]
+
+
+def _subprocess_env() -> dict[str, str]:
+    # Run against this checkout whatever the current directory, and never with real keys.
+    root = str(Path(__file__).resolve().parents[1])
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+    return env
+
+
+async def _run(
+    argv: list[str],
+    *,
+    lines: trio.MemoryReceiveChannel[str] | None = None,
+    interactive: bool | None = None,
+    handle_signals: bool = False,
+) -> tuple[int, str, str]:
+    stdout, stderr = io.StringIO(), io.StringIO()
+    status = await run_program(
+        build_parser().parse_args(argv),
+        stdin=io.StringIO(""),
+        stdout=stdout,
+        stderr=stderr,
+        handle_signals=handle_signals,
+        lines=lines,
+        interactive=interactive,
+    )
+    return status, stdout.getvalue(), stderr.getvalue()
+
+
+# ---------------------------------------------------------------------------------------
+# run
+
+
+async def test_run_streams_the_weather_answer_and_tool_lines(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    start = trio.current_time()
+    status, out, err = await _run(["run", WEATHER_PROMPT])
+    assert (status, out, err) == (0, WEATHER_OUT, WEATHER_ERR)
+    # Paced at 200 tokens/s (34 tokens over two responses) so streaming is visible.
+    assert trio.current_time() - start == pytest.approx(0.17)
+
+
+async def test_run_streams_text_in_several_deltas(autojump_clock: trio.abc.Clock) -> None:
+    writes: list[str] = []
+
+    class Recording(io.StringIO):
+        def write(self, text: str) -> int:
+            writes.append(text)
+            return super().write(text)
+
+    args = build_parser().parse_args(["run", "hello"])
+    status = await run_program(
+        args, stdin=io.StringIO(), stdout=Recording(), stderr=io.StringIO(), handle_signals=False
+    )
+    assert status == 0
+    assert "".join(writes) == HELLO_OUT
+    assert len(writes) > 10
+
+
+async def test_run_without_tools_gets_no_tool_calls(autojump_clock: trio.abc.Clock) -> None:
+    status, out, err = await _run(["run", "--no-tools", "--system", "Be brief.", "hello"])
+    assert (status, out, err) == (0, HELLO_OUT, "")
+
+
+def test_main_in_process(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--tokens-per-second", "100000", WEATHER_PROMPT]) == 0
+    captured = capsys.readouterr()
+    assert (captured.out, captured.err) == (WEATHER_OUT, WEATHER_ERR)
+
+
+def test_main_json_lines(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--json", "--tokens-per-second", "100000", WEATHER_PROMPT]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    lines = captured.out.splitlines()
+    events = [from_json(line, AgentEvent) for line in lines]
+    types = [event.type for event in events]
+    assert types[0] == "agent_start"
+    assert types[-1] == "agent_end"
+    assert types.count("turn_start") == 2
+    assert types.count("tool_execution_end") == 1
+    assert all(json.loads(line)["type"] == kind for line, kind in zip(lines, types, strict=True))
+    ends = [e for e in events if e.type == "tool_execution_end"]
+    assert ends[0].tool_name == "get_weather"
+
+
+def test_main_help_and_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--help"]) == 0
+    assert "usage: trio-agent" in capsys.readouterr().out
+    assert main([]) == 2
+    assert "the following arguments are required: COMMAND" in capsys.readouterr().err
+    assert main(["run", "--model", "gpt", "hi"]) == 2
+    assert capsys.readouterr().err.endswith(
+        "trio-agent run: error: argument --model: expected PROVIDER/ID "
+        "(e.g. openai/gpt-4o-mini), got 'gpt'\n"
+    )
+
+
+def test_main_unknown_model_is_named(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--model", "openai/gpt-9", "hi"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: trio-agent")
+    assert err.splitlines()[-1] == (
+        "trio-agent: error: unknown model 'openai/gpt-9'; known openai models: gpt-4o, "
+        "gpt-4o-mini, gpt-4.1, gpt-4.1-mini, gpt-4.1-nano, o3, o3-mini, o4-mini, gpt-5, "
+        "gpt-5-mini, gpt-5-nano (for a model of an OpenAI-compatible server also pass "
+        "--base-url URL)"
+    )
+
+
+async def test_unknown_provider_is_named() -> None:
+    with pytest.raises(UsageError) as caught:
+        await _run(["run", "--model", "nope/llama3", "hi"])
+    assert str(caught.value) == (
+        "unknown model 'nope/llama3': no provider 'nope' in the catalog (known: faux, "
+        "anthropic, deepseek, groq, openai, openrouter); for a model of an "
+        "OpenAI-compatible server also pass --base-url URL"
+    )
+
+
+@pytest.mark.parametrize("option", [["--base-url", "http://x/v1"], ["--api-key", "k"]])
+async def test_provider_options_need_a_model(option: list[str]) -> None:
+    with pytest.raises(UsageError, match=f"^{option[0]} needs --model PROVIDER/ID$"):
+        await _run(["run", *option, "hi"])
+
+
+async def test_explicit_demo_model(autojump_clock: trio.abc.Clock) -> None:
+    assert await _run(["run", "--model", "faux/demo", WEATHER_PROMPT]) == (
+        0,
+        WEATHER_OUT,
+        WEATHER_ERR,
+    )
+
+
+async def test_missing_api_key_is_an_error_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    status, out, err = await _run(["run", "--model", "openai/gpt-4o-mini", "hi"])
+    assert (status, out, err) == (1, "", "[error] No API key for provider: openai\n")
+
+
+# ---------------------------------------------------------------------------------------
+# A real OpenAI-compatible server on loopback (the Ollama / llama.cpp path)
+
+
+class _CompatServer:
+    """Answers every chat-completions request with one streamed text and records it."""
+
+    def __init__(self) -> None:
+        self.port = 0
+        self.requests: list[tuple[str, dict[str, str], dict[str, object]]] = []
+
+    async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        self.port = listeners[0].socket.getsockname()[1]
+        task_status.started()
+        await trio.serve_listeners(self._handle, listeners)
+
+    async def _handle(self, stream: trio.SocketStream) -> None:
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += await stream.receive_some(65536)
+        head, _, body = data.partition(b"\r\n\r\n")
+        request_line, *header_lines = head.decode("latin-1").split("\r\n")
+        headers = {
+            name.strip().lower(): value.strip()
+            for name, _, value in (line.partition(":") for line in header_lines)
+        }
+        while len(body) < int(headers.get("content-length", "0")):
+            body += await stream.receive_some(65536)
+        self.requests.append((request_line, headers, json.loads(body)))
+        chunk = {
+            "id": "c1",
+            "object": "chat.completion.chunk",
+            "model": "llama3",
+            "choices": [{"index": 0, "delta": {"role": "assistant", "content": "Hi there."}}],
+        }
+        final = {
+            "id": "c1",
+            "object": "chat.completion.chunk",
+            "model": "llama3",
+            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+        }
+        sse = "".join(f"data: {json.dumps(frame)}\n\n" for frame in (chunk, final))
+        sse += "data: [DONE]\n\n"
+        await stream.send_all(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n"
+            + f"content-length: {len(sse)}\r\n\r\n{sse}".encode()
+        )
+        await stream.aclose()
+
+
+@pytest.fixture
+async def compat_server(nursery: trio.Nursery) -> AsyncIterator[_CompatServer]:
+    server = _CompatServer()
+    await nursery.start(server.serve)
+    yield server
+
+
+async def test_custom_openai_compatible_model(compat_server: _CompatServer) -> None:
+    base_url = f"http://127.0.0.1:{compat_server.port}/v1"
+    argv = ["run", "--model", "ollama/llama3", "--base-url", base_url, "--no-tools", "hello"]
+    assert await _run(argv) == (0, "Hi there.\n", "")
+    [(request_line, headers, body)] = compat_server.requests
+    assert request_line == "POST /v1/chat/completions HTTP/1.1"
+    # A local server needs no key; the placeholder satisfies the provider's check.
+    assert headers["authorization"] == "Bearer none"
+    assert body["model"] == "llama3"
+    assert body["stream"] is True
+
+
+async def test_api_key_option_is_sent_and_never_printed(compat_server: _CompatServer) -> None:
+    base_url = f"http://127.0.0.1:{compat_server.port}/v1"
+    argv = ["run", "--json", "--model", "local/llama3", "--base-url", base_url]
+    status, out, err = await _run([*argv, "--api-key", "sk-secret-1", "hello"])
+    assert (status, err) == (0, "")
+    assert compat_server.requests[0][1]["authorization"] == "Bearer sk-secret-1"
+    assert "sk-secret-1" not in out
+
+
+# ---------------------------------------------------------------------------------------
+# Sessions
+
+
+async def test_session_is_resumed(tmp_path: Path, autojump_clock: trio.abc.Clock) -> None:
+    session = tmp_path / "chat.jsonl"
+    assert await _run(["run", "--session", str(session), WEATHER_PROMPT]) == (
+        0,
+        WEATHER_OUT,
+        WEATHER_ERR,
+    )
+    first = load_transcript(session)
+    assert [m.role for m in first] == ["system", "user", "assistant", "toolResult", "assistant"]
+    status, out, _ = await _run(["run", "--session", str(session), "What is 3 + 4?"])
+    assert (status, out) == (0, ADD_OUT)
+    second = load_transcript(session)
+    assert second[:5] == first
+    assert [m.role for m in second[5:]] == ["user", "assistant", "toolResult", "assistant"]
+    assert isinstance(second[5], UserMessage)
+    assert second[5].content[0].text == "What is 3 + 4?"  # type: ignore[union-attr]
+    assert not (tmp_path / "chat.jsonl.tmp").exists()
+
+
+async def test_bad_session_file_is_a_usage_error(tmp_path: Path) -> None:
+    session = tmp_path / "bad.jsonl"
+    session.write_text('{"role": "bogus"}\n', encoding="utf-8")
+    with pytest.raises(UsageError, match=r"^cannot load session '.*bad\.jsonl': line 1: "):
+        await _run(["run", "--session", str(session), "hi"])
+
+
+async def test_unwritable_session_exits_1(tmp_path: Path, autojump_clock: trio.abc.Clock) -> None:
+    session = tmp_path / "missing-dir" / "s.jsonl"
+    status, out, err = await _run(["run", "--session", str(session), "hello"])
+    assert (status, out) == (1, HELLO_OUT)
+    assert err.startswith(f"trio-agent: error: cannot write session {str(session)!r}: ")
+
+
+# ---------------------------------------------------------------------------------------
+# chat
+
+
+async def test_chat_runs_one_prompt_per_line(
+    tmp_path: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    session = tmp_path / "s.jsonl"
+    send, receive = trio.open_memory_channel[str](10)
+    for line in ["hello\n", "What is 3 + 4?\n", "\n", "never read\n"]:
+        send.send_nowait(line)
+    status, out, err = await _run(["chat", "--session", str(session)], lines=receive)
+    assert (status, out, err) == (0, HELLO_OUT + ADD_OUT, ADD_ERR)
+    users = [m for m in load_transcript(session) if isinstance(m, UserMessage)]
+    assert [m.content[0].text for m in users] == ["hello", "What is 3 + 4?"]  # type: ignore[union-attr]
+
+
+async def test_chat_ends_at_end_of_input_and_quit(autojump_clock: trio.abc.Clock) -> None:
+    send, receive = trio.open_memory_channel[str](10)
+    send.send_nowait("hello\n")
+    send.close()
+    assert await _run(["chat"], lines=receive) == (0, HELLO_OUT, "")
+    send, receive = trio.open_memory_channel[str](10)
+    send.send_nowait("/quit\n")
+    assert await _run(["chat"], lines=receive) == (0, "", "")
+
+
+async def test_chat_steers_the_running_agent(autojump_clock: trio.abc.Clock) -> None:
+    send, receive = trio.open_memory_channel[str](0)
+    result: list[tuple[int, str, str]] = []
+
+    async def chat() -> None:
+        result.append(await _run(["chat"], lines=receive, interactive=True))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(chat)
+        await send.send("hello\n")
+        await trio.sleep(0.1)  # the canned answer is streaming
+        await send.send(WEATHER_PROMPT + "\n")
+        await trio.sleep(5)
+        await send.aclose()
+    [(status, out, err)] = result
+    assert status == 0
+    assert out == HELLO_OUT + WEATHER_OUT
+    assert err == "> " + f"[steer] {WEATHER_PROMPT}\n" + WEATHER_ERR + "> "
+
+
+async def test_chat_quit_while_running_aborts(autojump_clock: trio.abc.Clock) -> None:
+    send, receive = trio.open_memory_channel[str](0)
+    result: list[tuple[int, str, str]] = []
+
+    async def chat() -> None:
+        result.append(await _run(["chat"], lines=receive, interactive=True))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(chat)
+        await send.send("hello\n")
+        await trio.sleep(0.1)
+        await send.send("/quit\n")
+    [(status, out, err)] = result
+    assert status == 0
+    assert out.endswith("\n")
+    assert HELLO_OUT.startswith(out[:-1])
+    assert 0 < len(out) - 1 < len(HELLO_OUT) - 1
+    assert err == "> [aborted] Request was aborted\n"
+
+
+# ---------------------------------------------------------------------------------------
+# Ctrl-C
+
+
+@POSIX_ONLY
+async def test_first_interrupt_aborts_the_run(autojump_clock: trio.abc.Clock) -> None:
+    async def interrupt_soon() -> None:
+        await trio.sleep(0.1)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(interrupt_soon)
+        status, out, err = await _run(["run", "hello"], handle_signals=True)
+    assert status == 130
+    assert HELLO_OUT.startswith(out[:-1])
+    assert 0 < len(out) - 1 < len(HELLO_OUT) - 1
+    assert err == "[aborted] Request was aborted\n"
+
+
+@POSIX_ONLY
+async def test_interrupt_while_idle_in_chat_exits_130(autojump_clock: trio.abc.Clock) -> None:
+    send, receive = trio.open_memory_channel[str](0)
+
+    async def interrupt_soon() -> None:
+        await send.send("hello\n")
+        await trio.sleep(5)  # the answer is complete; chat waits for the next line
+        os.kill(os.getpid(), signal.SIGINT)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(interrupt_soon)
+        result = await _run(["chat"], lines=receive, handle_signals=True)
+    assert result == (130, HELLO_OUT, "")
+
+
+async def _read_until(stream: trio.abc.ReceiveStream, buffer: bytearray, needle: bytes) -> None:
+    while needle not in buffer:
+        data = await stream.receive_some()
+        assert data, f"end of output before {needle!r}; got {bytes(buffer)!r}"
+        buffer += data
+
+
+@POSIX_ONLY
+async def test_subprocess_chat_interrupt_twice_exits_130() -> None:
+    process = await trio.lowlevel.open_process(
+        _python_m("chat", "--tokens-per-second", "5"),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_subprocess_env(),
+    )
+    assert process.stdin and process.stdout and process.stderr
+    out, err = bytearray(), bytearray()
+    with trio.fail_after(30):
+        await process.stdin.send_all(b"hello\n")
+        await _read_until(process.stdout, out, b"You said")  # streaming has begun
+        process.send_signal(signal.SIGINT)
+        await _read_until(process.stderr, err, b"[aborted] Request was aborted\n")
+        process.send_signal(signal.SIGINT)  # idle now: exits
+        assert await process.wait() == 130
+        await _read_until(process.stdout, out, b"\n")
+    await process.stdin.aclose()
+    assert bytes(err) == b"[aborted] Request was aborted\n"
+
+
+# ---------------------------------------------------------------------------------------
+# As a program
+
+
+def test_python_m_trio_agent_run() -> None:
+    result = subprocess.run(
+        _python_m("run", WEATHER_PROMPT),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=_subprocess_env(),
+    )
+    assert (result.returncode, result.stdout, result.stderr) == (0, WEATHER_OUT, WEATHER_ERR)
+
+
+def test_console_script() -> None:
+    script = shutil.which("trio-agent", path=str(Path(sys.executable).parent))
+    if script is None:
+        pytest.skip("trio-agent is not installed in this environment")
+    result = subprocess.run(
+        [script, "run", WEATHER_PROMPT], capture_output=True, text=True, timeout=60
+    )
+    assert (result.returncode, result.stdout, result.stderr) == (0, WEATHER_OUT, WEATHER_ERR)
+
+
+def test_python_m_chat_over_piped_stdin() -> None:
+    result = subprocess.run(
+        _python_m("chat"),
+        input="hello\nWhat is 3 + 4?\n/quit\nnever read\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=_subprocess_env(),
+    )
+    assert (result.returncode, result.stdout, result.stderr) == (0, HELLO_OUT + ADD_OUT, ADD_ERR)
+
+
+def test_python_m_json_lines() -> None:
+    result = subprocess.run(
+        _python_m("run", "--json", WEATHER_PROMPT),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=_subprocess_env(),
+    )
+    assert (result.returncode, result.stderr) == (0, "")
+    types = [json.loads(line)["type"] for line in result.stdout.splitlines()]
+    assert (types[0], types[-1]) == ("agent_start", "agent_end")
+
+
+def test_python_m_bad_model() -> None:
+    result = subprocess.run(
+        _python_m("run", "--model", "nope/thing", "hi"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=_subprocess_env(),
+    )
+    assert (result.returncode, result.stdout) == (2, "")
+    assert "trio-agent: error: unknown model 'nope/thing'" in result.stderr
+
+
+def test_transcript_shape_of_a_weather_run(tmp_path: Path) -> None:
+    session = tmp_path / "s.jsonl"
+    argv = ["run", "--session", str(session), "--tokens-per-second", "100000", WEATHER_PROMPT]
+    assert main(argv) == 0
+    messages = load_transcript(session)
+    assistant, result = messages[2], messages[3]
+    assert isinstance(assistant, AssistantMessage) and isinstance(result, ToolResultMessage)
+    assert (assistant.stop_reason, assistant.provider, assistant.model) == (
+        "toolUse",
+        "faux",
+        "demo",
+    )
+    assert (result.tool_name, result.is_error) == ("get_weather", False)
+
+
+# ---------------------------------------------------------------------------------------
+# The demo model and tools
+
+
+@pytest.mark.parametrize(
+    ("expression", "value"),
+    [
+        ("2 * (3 + 4)", 14),
+        ("-2 ** 2", -4),
+        ("2^10", 1024),
+        ("7 / 2", 3.5),
+        ("7 // 2", 3),
+        ("7 % 4", 3),
+        ("+1.5 - 0.5", 1.0),
+    ],
+)
+def test_evaluate_arithmetic(expression: str, value: float) -> None:
+    result = evaluate_arithmetic(expression)
+    assert (result, type(result)) == (value, type(value))
+
+
+@pytest.mark.parametrize(
+    ("expression", "error", "message"),
+    [
+        ("", ValueError, "empty expression"),
+        ("__import__('os')", ValueError, "unsupported expression: \"__import__('os')\""),
+        ("x + 1", ValueError, "unsupported expression: 'x + 1'"),
+        ("2 +", ValueError, "malformed expression: '2 +'"),
+        ("9 ** 9 ** 9", ValueError, "exponent too large: 387420489"),
+        ("10 ** 200", ValueError, "result too large: '10 ** 200'"),
+        ("(-8) ** 0.5", ValueError, "result is not a real number: '(-8) ** 0.5'"),
+        ("1 / 0", ZeroDivisionError, "division by zero"),
+        ("1" * 201, ValueError, "expression longer than 200 characters"),
+    ],
+)
+def test_evaluate_arithmetic_rejects(expression: str, error: type[Exception], message: str) -> None:
+    with pytest.raises(error) as caught:
+        evaluate_arithmetic(expression)
+    assert str(caught.value) == message
+
+
+async def _call(tool: AgentTool, **arguments: object) -> tuple[str, bool | None]:
+    result = await tool.execute("id", dict(arguments), AbortController().signal, lambda _: None)
+    return content_text(result.content), result.is_error
+
+
+async def test_demo_tools() -> None:
+    assert await _call(get_weather, city="Paris") == (
+        "partly cloudy, 18 degrees Celsius, wind 11 km/h",
+        None,
+    )
+    assert await _call(get_weather, city="  new   YORK ") == (
+        "clear, 24 degrees Celsius, wind 13 km/h",
+        None,
+    )
+    # Unknown cities get stable data (the same in every process).
+    assert await _call(get_weather, city="Lyon") == await _call(get_weather, city="lyon")
+    assert await _call(calculate, expression="2 * 3.5") == ("7", None)
+    assert await _call(calculate, expression="1 / 3") == ("0.3333333333333333", None)
+    text, _ = await _call(get_time)
+    assert len(text) == 20 and text.endswith("Z") and text[10] == "T"
+    assert [t.name for t in DEMO_TOOLS] == ["get_weather", "calculate", "get_time"]
+    assert get_weather.parameters == {
+        "type": "object",
+        "properties": {"city": {"type": "string", "description": 'City name, e.g. "Paris".'}},
+        "required": ["city"],
+        "additionalProperties": False,
+    }
+
+
+def _plan_of(text: str) -> tuple[str, list[tuple[str, dict[str, object]]], str]:
+    model = DemoModel().model
+    context = LlmContext(messages=[UserMessage(content=text)])
+    message = demo_response(context, StreamOptions(), FauxState(), model)
+    calls = [(b.name, b.arguments) for b in message.content if isinstance(b, ToolCall)]
+    return content_text(message.content), calls, message.stop_reason
+
+
+def test_demo_response_plans_tool_calls() -> None:
+    assert _plan_of("weather in Paris, berlin and New York today?") == (
+        "Let me check the weather in Paris and Berlin and New York.",
+        [
+            ("get_weather", {"city": "Paris"}),
+            ("get_weather", {"city": "Berlin"}),
+            ("get_weather", {"city": "New York"}),
+        ],
+        "toolUse",
+    )
+    assert _plan_of("what's 12*(3+4) and the time?") == (
+        "Let me calculate 12*(3+4) and look at the clock.",
+        [("calculate", {"expression": "12*(3+4)"}), ("get_time", {})],
+        "toolUse",
+    )
+    assert _plan_of("How is the weather?") == (
+        'You said: "How is the weather?". I am the offline demo model of trio-agent, so I '
+        'only know a few tricks: ask me about the weather ("What is the weather in '
+        'Paris?"), a calculation ("What is 6 * 7?") or the time. Run with --model '
+        "provider/id to talk to a real model.",
+        [],
+        "stop",
+    )
+
+
+def test_demo_response_reports_tool_results_and_errors() -> None:
+    call = ToolCall(id="c1", name="calculate", arguments={"expression": "1/0"})
+    messages: list[Message] = [
+        UserMessage(content="1/0?"),
+        AssistantMessage(content=[call], api="faux", provider="faux", model="demo"),
+        ToolResultMessage(
+            tool_call_id="c1",
+            tool_name="calculate",
+            content=[TextContent(text="division by zero")],
+            is_error=True,
+        ),
+    ]
+    message = demo_response(
+        LlmContext(messages=messages), StreamOptions(), FauxState(), DemoModel().model
+    )
+    assert content_text(message.content) == "The calculate tool failed: division by zero."
+    assert message.stop_reason == "stop"
