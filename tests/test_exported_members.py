@@ -1,0 +1,101 @@
+"""Pin the public export lists, and check that every public name is documented and
+reports its public module."""
+
+from __future__ import annotations
+
+import inspect
+import types
+
+import pytest
+
+import trio_agent
+import trio_agent.loop
+import trio_agent.models
+import trio_agent.serialization
+import trio_agent.testing
+
+EXPECTED: dict[types.ModuleType, set[str]] = {
+    trio_agent: {
+        "AbortController", "AbortSignal", "AfterToolCallContext", "AfterToolCallResult",
+        "Agent", "AgentBusyError", "AgentContext", "AgentEndEvent", "AgentError",
+        "AgentEvent", "AgentInitialState", "AgentListener", "AgentLoopTurnUpdate",
+        "AgentMessage", "AgentRequestUpdate", "AgentStartEvent", "AgentState", "AgentTool",
+        "AgentToolResult", "AgentToolUpdateCallback", "AgentTurnContext", "AgentTurnDecision",
+        "AssistantContent", "AssistantMessage", "AssistantMessageEvent",
+        "BeforeToolCallContext", "BeforeToolCallResult", "Cost", "CustomAgentMessage",
+        "DoneEvent", "ErrorEvent", "ImageContent", "LlmContext", "Message", "MessageEndEvent",
+        "MessageStartEvent", "MessageUpdateEvent", "Model", "ModelCost",
+        "NothingToContinueError", "PrepareNextTurnContext", "PrepareRequestContext",
+        "ProviderResponse", "QueueMode", "SerializationError", "StartEvent", "StopReason",
+        "StreamFn", "StreamOptions", "SystemMessage", "TextContent", "TextDeltaEvent",
+        "TextEndEvent", "TextStartEvent", "ThinkingContent", "ThinkingDeltaEvent",
+        "ThinkingEndEvent", "ThinkingLevel", "ThinkingStartEvent", "ToolArgumentsError",
+        "ToolCall", "ToolCallDeltaEvent", "ToolCallEndEvent", "ToolCallStartEvent",
+        "ToolDeclaration", "ToolExecutionEndEvent", "ToolExecutionMode",
+        "ToolExecutionStartEvent", "ToolExecutionUpdateEvent", "ToolReference",
+        "ToolResultContent", "ToolResultMessage", "ToolStateChanges", "Transport",
+        "TurnEndEvent", "TurnStartEvent", "Usage", "UserContent", "UserMessage",
+        "collapse_system_messages", "content_text", "create_initial_system_message",
+        "declarations_equal", "get_current_system_message", "get_current_system_prompt",
+        "get_current_tools", "get_default_stream_fn", "get_system_message_text",
+        "get_tool_state_changes", "normalize_context", "register_message_type",
+        "render_system_message_update", "set_default_stream_fn", "to_tool_declaration",
+        "tool", "validate_tool_arguments",
+    },
+    trio_agent.loop: {
+        "AfterToolCallHook", "AgentContext", "AgentEventSink", "AgentLoopConfig",
+        "AgentToolCallOutcome", "BeforeToolCallHook", "default_convert_to_llm",
+        "open_agent_loop", "open_agent_loop_continue", "run_agent_loop",
+        "run_agent_loop_continue", "run_tool_call",
+    },
+    trio_agent.models: {
+        "DEFAULT_THINKING_BUDGETS", "FauxProvider", "FauxResponse", "FauxResponseFactory",
+        "FauxState", "Models", "adjust_max_tokens_for_thinking", "calculate_cost",
+        "clamp_max_tokens_to_context", "clamp_thinking_level", "faux_assistant_message",
+        "faux_text", "faux_thinking", "faux_tool_call", "get_supported_thinking_levels",
+        "sanitize_surrogates", "transform_messages",
+    },
+    trio_agent.serialization: {
+        "UPSTREAM_ONLY_KEYS", "converter", "dump_transcript", "from_dict", "from_json",
+        "load_transcript", "to_dict", "to_json",
+    },
+    trio_agent.testing: {
+        "EventRecorder", "FauxProvider", "FauxState", "assert_event_types", "event_types",
+        "faux_assistant_message", "faux_text", "faux_thinking", "faux_tool_call",
+    },
+}  # fmt: skip
+
+
+def _public(module: types.ModuleType) -> set[str]:
+    return {
+        name
+        for name, value in vars(module).items()
+        if not name.startswith("_")
+        and name != "annotations"  # from __future__ import annotations
+        and not isinstance(value, types.ModuleType)
+    }
+
+
+@pytest.mark.parametrize("module", list(EXPECTED), ids=lambda m: m.__name__)
+def test_exported_members(module: types.ModuleType) -> None:
+    assert _public(module) == EXPECTED[module]
+
+
+@pytest.mark.parametrize("module", list(EXPECTED), ids=lambda m: m.__name__)
+def test_public_classes_and_functions_are_documented(module: types.ModuleType) -> None:
+    for name in EXPECTED[module]:
+        value = getattr(module, name)
+        if inspect.isclass(value) or inspect.isfunction(value):
+            assert inspect.getdoc(value), f"{module.__name__}.{name} has no docstring"
+            # Reprs name the public namespace, never a private module.
+            public_modules = {m.__name__ for m in EXPECTED}
+            assert value.__module__ in public_modules, f"{name}: {value.__module__}"
+
+
+def test_testing_is_not_imported_by_trio_agent() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, trio_agent; print('trio_agent.testing' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.strip() == "False"
