@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import statistics
 import time
+from collections.abc import Callable
 from typing import Any
 
 from trio_agent import (
@@ -91,6 +92,12 @@ def stream_only(script: list[AssistantMessageEvent]) -> float:
         return time.perf_counter() - start
 
     return run_trio(main)
+
+
+def profile_target() -> Callable[[], object]:
+    """One agent run of S1, for ``python -m bench S1 --profile``."""
+    script = build_script()
+    return lambda: run_agent(script)
 
 
 def run(runs: int) -> list[dict[str, Any]]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import statistics
 import time
+from collections.abc import Callable
 from typing import Any
 
 from trio_agent import Agent, AgentEvent, AgentInitialState, AssistantMessageEvent
@@ -71,6 +72,12 @@ def run_agent(scripts: list[list[AssistantMessageEvent]]) -> tuple[float, list[f
     if len(turn_ends) != len(scripts):
         raise RuntimeError(f"S2 expected {len(scripts)} turns, saw {len(turn_ends)}")
     return started[0], turn_ends, events_per_turn[len(scripts) // 2]
+
+
+def profile_target() -> Callable[[], object]:
+    """One agent run of S2, for ``python -m bench S2 --profile``."""
+    scripts = build_scripts()
+    return lambda: run_agent(scripts)
 
 
 def run(runs: int) -> list[dict[str, Any]]:

@@ -74,6 +74,12 @@ async def _sequential_floor() -> float:
     return time.perf_counter() - start
 
 
+def profile_target() -> Callable[[], object]:
+    """One parallel agent run of S3, for ``python -m bench S3 --profile``."""
+    scripts = build_scripts()
+    return lambda: run_agent(scripts, "parallel")
+
+
 def run(runs: int) -> list[dict[str, Any]]:
     """Measure S3 parallel and sequential ``runs`` times each; two result lines."""
     scripts = build_scripts()

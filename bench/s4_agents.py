@@ -16,7 +16,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +97,12 @@ async def _floor_child() -> dict[str, float]:
         "peak_growth_bytes": peak_rss_bytes() - baseline,
         "alive_growth_bytes": after - baseline,
     }
+
+
+def profile_target() -> Callable[[], object]:
+    """One S4 repetition in this process (its RSS figures are meaningless here), for
+    ``python -m bench S4 --profile``."""
+    return lambda: trio.run(_agents_child)
 
 
 def _spawn(kind: str) -> dict[str, float]:

@@ -306,7 +306,7 @@ async def test_session_is_resumed(tmp_path: Path, autojump_clock: trio.abc.Clock
     assert second[:5] == first
     assert [m.role for m in second[5:]] == ["user", "assistant", "toolResult", "assistant"]
     assert isinstance(second[5], UserMessage)
-    assert second[5].content[0].text == "What is 3 + 4?"  # type: ignore[union-attr]
+    assert content_text(second[5].content) == "What is 3 + 4?"
     assert not (tmp_path / "chat.jsonl.tmp").exists()
 
 
@@ -338,7 +338,7 @@ async def test_chat_runs_one_prompt_per_line(
     status, out, err = await _run(["chat", "--session", str(session)], lines=receive)
     assert (status, out, err) == (0, HELLO_OUT + ADD_OUT, ADD_ERR)
     users = [m for m in load_transcript(session) if isinstance(m, UserMessage)]
-    assert [m.content[0].text for m in users] == ["hello", "What is 3 + 4?"]  # type: ignore[union-attr]
+    assert [content_text(m.content) for m in users] == ["hello", "What is 3 + 4?"]
 
 
 async def test_chat_ends_at_end_of_input_and_quit(autojump_clock: trio.abc.Clock) -> None:

@@ -259,8 +259,29 @@ def _takes_signal(fn: AgentListener) -> bool:
 
 @attrs.define(eq=False)
 class _Ack:
-    done: trio.Event = attrs.field(factory=trio.Event)
+    """The emitter's wait for one barrier event.
+
+    Cheaper than a ``trio.Event`` per event: the emitter parks itself and the dispatcher
+    reschedules it once the listeners are done.
+    """
+
+    task: trio.lowlevel.Task
+    done: bool = False
+    parked: bool = False
     error: BaseException | None = None
+
+    async def wait(self) -> None:
+        if self.done:
+            return
+        self.parked = True
+        # The emitter always waits for its acknowledgement (the loop emits shielded), so
+        # cancellation cannot abort this wait.
+        await trio.lowlevel.wait_task_rescheduled(lambda _: trio.lowlevel.Abort.FAILED)
+
+    def set(self) -> None:
+        self.done = True
+        if self.parked:
+            trio.lowlevel.reschedule(self.task)
 
 
 @attrs.define(eq=False)
@@ -680,9 +701,12 @@ class Agent:
             return emit_barrier(event)
 
         async def emit_barrier(event: AgentEvent) -> None:
-            ack = _Ack()
-            await send.send((event, ack))
-            await ack.done.wait()
+            ack = _Ack(trio.lowlevel.current_task())
+            try:
+                send.send_nowait((event, ack))
+            except trio.WouldBlock:
+                await send.send((event, ack))
+            await ack.wait()
             error, run.update_error = ack.error or run.update_error, None
             if error is not None:
                 raise error
@@ -720,7 +744,7 @@ class Agent:
                                 value = listener.fn(event, signal)
                             else:
                                 value = listener.fn(event)
-                            if inspect.isawaitable(value):
+                            if value is not None and inspect.isawaitable(value):
                                 await value
                     except BaseException as exc:
                         # Every failure goes back to the emitter, KeyboardInterrupt
@@ -731,7 +755,7 @@ class Agent:
                         else:
                             ack.error = exc
                     if ack is not None:
-                        ack.done.set()
+                        ack.set()
 
     def _reduce(self, event: AgentEvent) -> None:
         state = self._state

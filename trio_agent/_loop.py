@@ -46,9 +46,12 @@ from ._messages import (
     AssistantMessage,
     Message,
     Model,
+    SystemMessage,
     ThinkingLevel,
     ToolCall,
+    ToolResultMessage,
     Usage,
+    UserMessage,
 )
 from ._streaming import (
     LlmContext,
@@ -79,12 +82,13 @@ awaitable (an ``async def`` sink), until that was awaited. Never called concurre
 
 REQUEST_ABORTED = "Request was aborted"
 OPERATION_ABORTED = "Operation aborted"
-_LLM_ROLES = frozenset({"system", "user", "assistant", "toolResult"})
+_LLM_TYPES = (SystemMessage, UserMessage, AssistantMessage, ToolResultMessage)
 
 
 def default_convert_to_llm(messages: list[AgentMessage]) -> list[Message]:
     """Keep the messages a provider understands (system, user, assistant, toolResult)."""
-    return [m for m in messages if m.role in _LLM_ROLES]  # type: ignore[misc]  # narrowed by role
+    # A class check: application messages have their own classes (and roles).
+    return [m for m in messages if isinstance(m, _LLM_TYPES)]
 
 
 @attrs.frozen(kw_only=True)
@@ -163,6 +167,11 @@ class _Run:
         self.assistant_final = False
         self.requesting = False
         self.batch: ToolBatch | None = None
+        self._declared_key: tuple[int, int, list[int]] | None = None
+        self._declared_upto = 0
+        self._llm_cache: (
+            tuple[list[AgentMessage], int, AgentMessage | None, list[Message]] | None
+        ) = None
         # Parallel tools and their on_update emissions emit from several tasks; the
         # sink is still called for one event at a time, in arrival order (SPEC §8).
         self._emit_lock = trio.StrictFIFOLock()
@@ -177,16 +186,16 @@ class _Run:
                     if value is not None:
                         await value
             return
-        # Fast path, taken per streamed token: no checkpoint, and a shield only when the
-        # sink actually has something to await.
-        lock.acquire_nowait()
+        # Fast path, taken per streamed token: no checkpoint, and the lock and a shield
+        # only when the sink actually has something to await.
+        value = self._emit_to(event)
+        if value is None:
+            return
+        lock.acquire_nowait()  # free: nothing ran since locked() was checked
         try:
-            value = self._emit_to(event)
-            if value is not None:
-                # Listeners are outside the run's work scope: an abort never interrupts
-                # them.
-                with trio.CancelScope(shield=True):
-                    await value
+            # Listeners are outside the run's work scope: an abort never interrupts them.
+            with trio.CancelScope(shield=True):
+                await value
         finally:
             lock.release()
 
@@ -242,9 +251,7 @@ class _Run:
                     await trio.lowlevel.checkpoint_if_cancelled()
                     await self.emit(TurnStartEvent())
                     self.turn_open = True
-                to_emit = declare_tool_changes(
-                    self.context.messages, prepared + pending, self.context.tools
-                )
+                to_emit = self.declare_tool_changes(prepared + pending)
                 pending = []
                 for message in to_emit:
                     # An abort (e.g. in the previous message's or turn_start's listener)
@@ -341,6 +348,49 @@ class _Run:
         self.assistant = None
         self.assistant_started = self.assistant_final = self.requesting = False
 
+    def declare_tool_changes(self, pending: list[AgentMessage]) -> list[AgentMessage]:
+        """:func:`declare_tool_changes` on the working context, skipped when nothing can
+        have changed since the last check: nothing pending, the same context, list and
+        tool objects, and no system message appended since. Replaying the whole transcript
+        every turn would make long runs quadratic."""
+        context = self.context
+        messages = context.messages
+        key = (id(context), id(messages), [id(tool) for tool in context.tools])
+        checked = self._declared_upto
+        if (
+            not pending
+            and key == self._declared_key
+            and checked <= len(messages)
+            and not any(isinstance(m, SystemMessage) for m in messages[checked:])
+        ):
+            self._declared_upto = len(messages)
+            return pending
+        result = declare_tool_changes(messages, pending, context.tools)
+        self._declared_key = key
+        self._declared_upto = len(messages)
+        return result
+
+    def convert_incrementally(self, messages: list[AgentMessage]) -> list[Message]:
+        """:func:`default_convert_to_llm` of the working transcript, converting only what
+        was appended since the previous request (the loop only appends to its working
+        list between requests). Falls back to a full conversion when the list was
+        replaced or its converted prefix changed."""
+        cached = self._llm_cache
+        if cached is not None:
+            source, upto, last, converted = cached
+            if (
+                source is messages
+                and upto <= len(messages)
+                and (upto == 0 or messages[upto - 1] is last)
+            ):
+                converted.extend(default_convert_to_llm(messages[upto:]))
+            else:
+                cached = None
+        if cached is None:
+            converted = default_convert_to_llm(messages)
+        self._llm_cache = (messages, len(messages), messages[-1] if messages else None, converted)
+        return list(converted)
+
     def tool_mode(self, batch: ToolBatch) -> Literal["sequential", "parallel"]:
         if self.config.tool_execution == "sequential":
             return "sequential"
@@ -374,7 +424,10 @@ class _Run:
         messages = self.context.messages
         if config.transform_context is not None:
             messages = await maybe_await(config.transform_context(messages, self.signal))
-        llm_messages = await maybe_await(config.convert_to_llm(messages))
+        if messages is self.context.messages and config.convert_to_llm is default_convert_to_llm:
+            llm_messages: list[Message] = self.convert_incrementally(messages)
+        else:
+            llm_messages = list(await maybe_await(config.convert_to_llm(messages)))
         api_key = None
         if config.get_api_key is not None:
             api_key = await maybe_await(config.get_api_key(self.model.provider))
@@ -399,7 +452,7 @@ class _Run:
         await trio.lowlevel.checkpoint_if_cancelled()
         self.requesting = True
         events = await iterate_stream(
-            stream_fn, self.model, LlmContext(messages=list(llm_messages)), options
+            stream_fn, self.model, LlmContext(messages=llm_messages), options
         )
         final: AssistantMessage | None = None
         try:

@@ -38,7 +38,7 @@ from ._messages import (
     ToolResultMessage,
 )
 from ._tools import AgentTool, AgentToolResult, AgentToolUpdateCallback
-from ._util import maybe_await
+from ._util import collapse_exception_group, maybe_await
 from ._validation import validate_tool_arguments
 
 __all__ = [
@@ -172,48 +172,55 @@ async def _execute(
     *,
     signal: AbortSignal | None,
     on_update: Callable[[AgentToolResult], Awaitable[None]] | None,
+    nursery: trio.Nursery,
 ) -> tuple[AgentToolResult, bool, int]:
-    """Run ``execute``; updates are emitted in order, all before this returns."""
+    """Run ``execute``; updates are emitted in order, all before this returns.
+
+    Update emissions run in a helper task started in ``nursery`` (the batch's) on the first
+    ``on_update`` call, so a tool that reports no progress costs no extra task.
+    """
     accepting = True
     send_updates: trio.MemorySendChannel[AgentToolResult] | None = None
+    drained = trio.Event()
 
-    async with trio.open_nursery() as nursery:
+    async def drain(receive: trio.MemoryReceiveChannel[AgentToolResult]) -> None:
+        assert on_update is not None
+        async with receive:
+            async for partial in receive:
+                await on_update(partial)
+        drained.set()
 
-        async def drain(receive: trio.MemoryReceiveChannel[AgentToolResult]) -> None:
-            assert on_update is not None
-            async with receive:
-                async for partial in receive:
-                    await on_update(partial)
+    def update(partial: AgentToolResult) -> None:
+        # Sync and non-blocking for the tool: the emission happens in a helper task,
+        # serialized with every other event. Calls after execute() settled are dropped.
+        nonlocal send_updates
+        if not accepting or on_update is None:
+            return
+        if send_updates is None:
+            send_updates, receive = trio.open_memory_channel[AgentToolResult](math.inf)
+            nursery.start_soon(drain, receive)
+        send_updates.send_nowait(partial)
 
-        def update(partial: AgentToolResult) -> None:
-            # Sync and non-blocking for the tool: the emission happens in a helper task,
-            # serialized with every other event. Calls after execute() settled are dropped.
-            nonlocal send_updates
-            if not accepting or on_update is None:
-                return
-            if send_updates is None:
-                send_updates, receive = trio.open_memory_channel[AgentToolResult](math.inf)
-                nursery.start_soon(drain, receive)
-            send_updates.send_nowait(partial)
-
-        started = trio.current_time()
-        try:
-            result = await prepared.tool.execute(
-                prepared.tool_call.id, prepared.args, _signal_or_dummy(signal), update
+    started = trio.current_time()
+    try:
+        result = await prepared.tool.execute(
+            prepared.tool_call.id, prepared.args, _signal_or_dummy(signal), update
+        )
+        if not isinstance(result, AgentToolResult):
+            raise TypeError(
+                f"tool {prepared.tool.name!r} returned {type(result).__name__}, "
+                "expected AgentToolResult"
             )
-            if not isinstance(result, AgentToolResult):
-                raise TypeError(
-                    f"tool {prepared.tool.name!r} returned {type(result).__name__}, "
-                    "expected AgentToolResult"
-                )
-            is_error = result.is_error is True
-        except Exception as exc:
-            result, is_error = error_result(_exception_text(exc)), True
-        finally:
-            accepting = False
-            if send_updates is not None:
-                send_updates.close()
-        duration_ms = round((trio.current_time() - started) * 1000)
+        is_error = result.is_error is True
+    except Exception as exc:
+        result, is_error = error_result(_exception_text(exc)), True
+    finally:
+        accepting = False
+        if send_updates is not None:
+            send_updates.close()
+    duration_ms = round((trio.current_time() - started) * 1000)
+    if send_updates is not None:
+        await drained.wait()
     return result, is_error, duration_ms
 
 
@@ -303,9 +310,16 @@ async def run_tool_call(
     )
     if isinstance(prepared, AgentToolResult):
         return AgentToolCallOutcome(tool_call=tool_call, result=prepared, is_error=True)
-    result, is_error, _ = await _execute(
-        prepared, signal=signal, on_update=forward if on_update is not None else None
-    )
+    try:
+        async with trio.open_nursery() as nursery:
+            result, is_error, _ = await _execute(
+                prepared,
+                signal=signal,
+                on_update=forward if on_update is not None else None,
+                nursery=nursery,
+            )
+    except BaseExceptionGroup as group:
+        raise collapse_exception_group(group) from None
     result, is_error = await _finalize(
         prepared,
         result,
@@ -448,13 +462,18 @@ class ToolBatch:
                 signal=signal,
             )
 
-        async def execute_and_finalize(record: CallRecord, prepared: _Prepared) -> None:
+        async def execute_and_finalize(
+            record: CallRecord, prepared: _Prepared, nursery: trio.Nursery
+        ) -> None:
             if signal is not None and signal.aborted:
                 await self._end(record, aborted_result(), True)
                 return
             record.execute_started_at = trio.current_time()
             result, is_error, duration = await _execute(
-                prepared, signal=signal, on_update=self._update_emitter(record)
+                prepared,
+                signal=signal,
+                on_update=self._update_emitter(record),
+                nursery=nursery,
             )
             record.duration_ms = duration
             result, is_error = await _finalize(
@@ -469,17 +488,18 @@ class ToolBatch:
             await self._end(record, result, is_error, duration)
 
         if mode == "sequential":
-            for record in self.records:
-                await self._start(record)
-                prepared = await prepare(record)
-                if isinstance(prepared, AgentToolResult):
-                    await self._end(record, prepared, True)
-                else:
-                    await execute_and_finalize(record, prepared)
-                await self._publish(record)
-                if signal is not None and signal.aborted:
-                    await trio.lowlevel.checkpoint()  # the run's abort scope stops here
-                    break
+            async with trio.open_nursery() as nursery:  # hosts update emitters only
+                for record in self.records:
+                    await self._start(record)
+                    prepared = await prepare(record)
+                    if isinstance(prepared, AgentToolResult):
+                        await self._end(record, prepared, True)
+                    else:
+                        await execute_and_finalize(record, prepared, nursery)
+                    await self._publish(record)
+                    if signal is not None and signal.aborted:
+                        await trio.lowlevel.checkpoint()  # the run's abort scope stops here
+                        break
             return
 
         deferred: list[tuple[CallRecord, _Prepared]] = []
@@ -496,7 +516,7 @@ class ToolBatch:
         if deferred:
             async with trio.open_nursery() as nursery:
                 for record, prepared in deferred:
-                    nursery.start_soon(execute_and_finalize, record, prepared)
+                    nursery.start_soon(execute_and_finalize, record, prepared, nursery)
         for record in self.records:
             if record.ended:
                 await self._publish(record)

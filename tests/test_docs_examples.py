@@ -1,0 +1,165 @@
+"""Run the Python examples of the documentation, so the docs stay true.
+
+Conventions (in the Markdown source):
+
+- Every fenced ```` ```python ```` block of a page runs, top to bottom, in one namespace
+  per page.
+- A block preceded by a ``% skip: reason`` line (MyST comment) or a
+  ``<!-- skip: reason -->`` line (README) does not run.
+- A fenced block preceded by a ``% output`` (or ``<!-- output -->``) line is the exact
+  stdout of the Python block before it.
+- ``async def test_*`` functions a block defines are run like pytest-trio would, with a
+  ``MockClock(autojump_threshold=0)`` for an ``autojump_clock`` parameter.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import io
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+import trio
+import trio.testing
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = ["docs/guide.md", "docs/index.md", "README.md"]
+
+_FENCE = re.compile(r"^(`{3,})\s*([\w{}-]*)")
+_SKIP = re.compile(r"^(?:%\s*skip\b|<!--\s*skip\b)")
+_OUTPUT = re.compile(r"^(?:%\s*output|<!--\s*output\s*-->)\s*$")
+
+
+@attrs.frozen
+class Block:
+    """One fenced block of a Markdown page."""
+
+    language: str
+    code: str
+    line: int
+    """1-based line number of the opening fence."""
+    marker: str
+    """The nearest non-blank line before the fence."""
+
+
+def parse_blocks(text: str) -> list[Block]:
+    """The fenced blocks of ``text``, in order (nested fences are not supported)."""
+    blocks: list[Block] = []
+    lines = text.splitlines()
+    index = 0
+    previous = ""
+    while index < len(lines):
+        line = lines[index]
+        match = _FENCE.match(line)
+        if match is None:
+            if line.strip():
+                previous = line.strip()
+            index += 1
+            continue
+        fence, language = match.groups()
+        body: list[str] = []
+        end = index + 1
+        while end < len(lines) and not lines[end].startswith(fence):
+            body.append(lines[end])
+            end += 1
+        code = "\n".join(body) + "\n" if body else ""
+        blocks.append(Block(language=language, code=code, line=index + 1, marker=previous))
+        previous = ""
+        index = end + 1
+    return blocks
+
+
+@attrs.frozen
+class Example:
+    code: str
+    line: int
+    expected_output: str | None
+
+
+def examples(text: str) -> list[Example]:
+    """The runnable Python blocks of a page with their expected output, if any."""
+    found: list[Example] = []
+    for block in parse_blocks(text):
+        if _OUTPUT.match(block.marker):
+            assert found, f"line {block.line}: an output block needs a Python block before it"
+            assert found[-1].expected_output is None, f"line {block.line}: second output block"
+            found[-1] = attrs.evolve(found[-1], expected_output=block.code)
+        elif block.language == "python" and not _SKIP.match(block.marker):
+            found.append(Example(code=block.code, line=block.line, expected_output=None))
+    return found
+
+
+def _run_test_function(function: Callable[..., Any]) -> None:
+    clock = trio.testing.MockClock(autojump_threshold=0)
+    parameters = inspect.signature(function).parameters
+    unknown = set(parameters) - {"autojump_clock"}
+    assert not unknown, f"{function.__name__}: unsupported fixtures {sorted(unknown)}"
+    kwargs = {"autojump_clock": clock} if parameters else {}
+    trio.run(functools.partial(function, **kwargs), clock=clock)
+
+
+def run_page(path: Path) -> int:
+    """Run every example of ``path``; return how many ran."""
+    namespace: dict[str, Any] = {"__name__": f"docs_{path.stem}"}
+    found = examples(path.read_text(encoding="utf-8"))
+    for example in found:
+        before = set(namespace)
+        output = io.StringIO()
+        name = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name
+        where = f"{name}:{example.line}"
+        with contextlib.redirect_stdout(output):
+            exec(compile(example.code, where, "exec"), namespace)
+            for name in sorted(set(namespace) - before):
+                value = namespace[name]
+                if name.startswith("test_") and inspect.iscoroutinefunction(value):
+                    _run_test_function(value)
+        if example.expected_output is not None:
+            assert output.getvalue() == example.expected_output, f"output of {where}"
+    return len(found)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_page_examples(page: str) -> None:
+    assert run_page(ROOT / page) > 0
+
+
+@pytest.mark.parametrize(
+    ("page", "runnable", "with_output"),
+    [("docs/guide.md", 10, 9), ("docs/index.md", 1, 1), ("README.md", 1, 1)],
+)
+def test_pages_have_the_expected_examples(page: str, runnable: int, with_output: int) -> None:
+    # A broken marker would silently drop examples or their output checks; pin the counts.
+    found = examples((ROOT / page).read_text(encoding="utf-8"))
+    assert len(found) == runnable
+    assert sum(example.expected_output is not None for example in found) == with_output
+
+
+def test_parse_blocks_markers() -> None:
+    text = (
+        "intro\n"
+        "```python\nprint('a')\n```\n"
+        "% output\n"
+        "```text\na\n```\n"
+        "% skip: no network\n\n"
+        "```python\nimport nothing\n```\n"
+        "<!-- skip: needs a key -->\n"
+        "```python\nimport nothing_either\n```\n"
+        "````python\n```\n````\n"
+    )
+    assert examples(text) == [
+        Example(code="print('a')\n", line=2, expected_output="a\n"),
+        Example(code="```\n", line=18, expected_output=None),
+    ]
+
+
+def test_a_wrong_output_fails(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("```python\nprint('real')\n```\n% output\n```text\nclaimed\n```\n")
+    with pytest.raises(AssertionError, match=r"^output of page\.md:1"):
+        run_page(page)
