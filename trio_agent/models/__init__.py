@@ -11,6 +11,7 @@ from ._faux import faux_assistant_message as faux_assistant_message
 from ._faux import faux_text as faux_text
 from ._faux import faux_thinking as faux_thinking
 from ._faux import faux_tool_call as faux_tool_call
+
 # --- Models runtime, catalog, openai-completions (_models.py, ...) -----------------------
 from ._cost import DEFAULT_THINKING_BUDGETS as DEFAULT_THINKING_BUDGETS
 from ._cost import adjust_max_tokens_for_thinking as adjust_max_tokens_for_thinking
