@@ -469,7 +469,7 @@ def test_declarations_equal_follows_json_stringify() -> None:
 
 def test_declarations_equal_rejects_non_json_values() -> None:
     bad = ToolDeclaration(name="a", description="d", parameters={"enum": {1, 2}})
-    with pytest.raises(TypeError, match=r"^cannot compare a tool schema containing 'set' values$"):
+    with pytest.raises(TypeError, match=r"^cannot write 'set' values as JSON$"):
         declarations_equal(bad, decl("a"))
 
 

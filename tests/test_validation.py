@@ -17,7 +17,7 @@ from trio_agent import (
     ToolCall,
     validate_tool_arguments,
 )
-from trio_agent._validation import _js_number
+from trio_agent._jsjson import js_number as _js_number
 
 
 async def _execute(

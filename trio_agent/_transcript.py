@@ -14,14 +14,12 @@ mutated.
 from __future__ import annotations
 
 import copy
-import json
-import math
-from collections.abc import Iterable, Mapping, Sequence
-from decimal import Decimal
-from typing import Any, TypeGuard, TypeVar
+from collections.abc import Iterable, Sequence
+from typing import TypeGuard, TypeVar
 
 import attrs
 
+from ._jsjson import js_stringify
 from ._messages import (
     AgentMessage,
     AssistantContent,
@@ -119,87 +117,17 @@ def tool_declarations(
     return [to_tool_declaration(tool) for tool in tools or ()]
 
 
-def _js_number(value: float) -> str:
-    # ECMAScript Number::toString. Python's repr() yields the same shortest round-trip
-    # digits as JavaScript; only the placement of the decimal point and exponent differ.
-    if not math.isfinite(value):
-        return "null"
-    if value == 0:
-        return "0"  # JavaScript prints -0 as "0"
-    sign = "-" if value < 0 else ""
-    _, digit_tuple, exponent = Decimal(repr(abs(value))).as_tuple()
-    assert isinstance(exponent, int)  # finite values only
-    digits = "".join(map(str, digit_tuple)).rstrip("0")
-    exponent += len(digit_tuple) - len(digits)
-    k = len(digits)
-    n = exponent + k  # the value is 0.<digits> * 10**n
-    if k <= n <= 21:
-        text = digits + "0" * (n - k)
-    elif 0 < n <= 21:
-        text = f"{digits[:n]}.{digits[n:]}"
-    elif -6 < n <= 0:
-        text = "0." + "0" * -n + digits
-    else:
-        mantissa = digits if k == 1 else f"{digits[0]}.{digits[1:]}"
-        text = f"{mantissa}e{'+' if n - 1 >= 0 else '-'}{abs(n - 1)}"
-    return sign + text
-
-
-def _is_array_index(key: str) -> bool:
-    return key.isdigit() and key.isascii() and str(int(key)) == key and int(key) < 2**32 - 1
-
-
-def _js_stringify(value: Any) -> str:
-    """Serialize ``value`` as JavaScript's ``JSON.stringify`` would (compact, key order kept).
-
-    JavaScript objects list integer-like keys first in ascending order, so those are
-    reordered the same way; ints outside the exact double range are rounded like a JSON
-    parser in JavaScript would have done.
-    """
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, int):
-        if abs(value) < 2**53:
-            return str(value)
-        try:
-            return _js_number(float(value))
-        except OverflowError:
-            return "null"  # JavaScript would have parsed it as Infinity
-    if isinstance(value, float):
-        return _js_number(value)
-    if isinstance(value, Mapping):
-        keys = list(value)
-        for key in keys:
-            if not isinstance(key, str):
-                raise TypeError(f"cannot compare a tool schema with a non-string key {key!r}")
-        index_keys = sorted((k for k in keys if _is_array_index(k)), key=int)
-        ordered = index_keys + [k for k in keys if not _is_array_index(k)]
-        members = (
-            f"{json.dumps(k, ensure_ascii=False)}:{_js_stringify(value[k])}" for k in ordered
-        )
-        return "{" + ",".join(members) + "}"
-    if isinstance(value, list | tuple):
-        return "[" + ",".join(_js_stringify(item) for item in value) + "]"
-    raise TypeError(f"cannot compare a tool schema containing {type(value).__name__!r} values")
-
-
 def _declaration_key(tool: AgentTool | ToolDeclaration) -> str:
     # Field order as upstream's declaration object: name, description, parameters,
     # constrainedSampling (absent when None).
     constrained = getattr(tool, "constrained_sampling", None)
     parts = [
-        f'"name":{_js_stringify(tool.name)}',
-        f'"description":{_js_stringify(tool.description)}',
-        f'"parameters":{_js_stringify(tool.parameters)}',
+        f'"name":{js_stringify(tool.name)}',
+        f'"description":{js_stringify(tool.description)}',
+        f'"parameters":{js_stringify(tool.parameters)}',
     ]
     if constrained is not None:
-        parts.append(f'"constrainedSampling":{_js_stringify(constrained)}')
+        parts.append(f'"constrainedSampling":{js_stringify(constrained)}')
     return "{" + ",".join(parts) + "}"
 
 

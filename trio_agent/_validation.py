@@ -32,6 +32,7 @@ from decimal import Decimal
 from typing import Any, Final, TypeAlias, TypeGuard
 
 from ._exceptions import ToolArgumentsError
+from ._jsjson import js_number, js_stringify
 from ._messages import ToolCall
 from ._tools import AgentTool
 
@@ -147,65 +148,6 @@ def _has_type(value: Any, type_name: Any) -> bool:
     return bool(_type_name(value) == type_name)
 
 
-def _js_number(value: int | float) -> str:
-    """Format a number as JavaScript's ``String(number)`` does (``1.0`` -> ``"1"``,
-    ``1e21`` -> ``"1e+21"``, ``1e-7`` -> ``"1e-7"``)."""
-    if isinstance(value, int) and abs(value) < 10**21:
-        return str(value)
-    try:
-        number = float(value)
-    except OverflowError:  # an int beyond the float range is Infinity in JavaScript
-        number = math.inf if value > 0 else -math.inf
-    if math.isnan(number):
-        return "NaN"
-    if math.isinf(number):
-        return "Infinity" if number > 0 else "-Infinity"
-    if number == 0:
-        return "0"
-    sign = "-" if number < 0 else ""
-    # repr() gives the shortest digits that round-trip, as JavaScript does; only the
-    # layout differs.
-    _, digit_tuple, exponent = Decimal(repr(abs(number))).as_tuple()
-    digits = "".join(map(str, digit_tuple)).rstrip("0") or "0"
-    assert isinstance(exponent, int)
-    # value = 0.<digits> * 10**point
-    point = len(digit_tuple) + exponent
-    k = len(digits)
-    if k <= point <= 21:
-        text = digits + "0" * (point - k)
-    elif 0 < point <= 21:
-        text = f"{digits[:point]}.{digits[point:]}"
-    elif -6 < point <= 0:
-        text = "0." + "0" * -point + digits
-    else:
-        exp = point - 1
-        mantissa = digits if k == 1 else f"{digits[0]}.{digits[1:]}"
-        text = f"{mantissa}e{'+' if exp >= 0 else '-'}{abs(exp)}"
-    return sign + text
-
-
-def _js_json(value: Any) -> str:
-    """Compact JSON as JavaScript's ``JSON.stringify`` writes it."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if _is_number(value):
-        return (
-            "null" if isinstance(value, float) and not math.isfinite(value) else _js_number(value)
-        )
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, list | tuple):
-        return "[" + ",".join(_js_json(item) for item in value) + "]"
-    if isinstance(value, dict):
-        members = (
-            f"{json.dumps(str(k), ensure_ascii=False)}:{_js_json(v)}" for k, v in value.items()
-        )
-        return "{" + ",".join(members) + "}"
-    return json.dumps(str(value), ensure_ascii=False)
-
-
 def _json_equal(a: Any, b: Any) -> bool:
     """JSON equality: numbers by value (``1 == 1.0``), booleans distinct from numbers,
     objects regardless of key order."""
@@ -249,7 +191,7 @@ def _convert_primitive(value: Any, type_name: str) -> Any:
         if isinstance(value, bool):
             return "true" if value else "false"
         if _is_number(value):
-            return _js_number(value)
+            return js_number(value)
         if value is None:
             return "null"
     elif type_name in ("number", "integer"):
@@ -321,7 +263,7 @@ def _coerce_primitive(value: Any, type_name: Any) -> Any:
         if isinstance(value, bool):
             return "true" if value else "false"
         if _is_number(value):
-            return _js_number(value)
+            return js_number(value)
     elif type_name == "null" and (
         value == "" or value is False or (_is_number(value) and value == 0)
     ):
@@ -688,7 +630,7 @@ class _Schema:
             if self._with_ref(schema, value, check_target) is _UNSET:
                 errors.append((path, f"unresolved reference {schema['$ref']}", False))
         if "const" in schema and not _json_equal(value, schema["const"]):
-            errors.append((path, f"expected {_js_json(schema['const'])}", False))
+            errors.append((path, f"expected {js_stringify(schema['const'])}", False))
         enum = schema.get("enum")
         if isinstance(enum, list) and not any(_json_equal(value, item) for item in enum):
             errors.append((path, f"expected one of {_format_enum(enum)}", False))
@@ -707,10 +649,10 @@ class _Schema:
     ) -> None:
         min_length = schema.get("minLength")
         if _is_number(min_length) and len(value) < min_length:
-            errors.append((path, f"expected at least {_js_number(min_length)} characters", False))
+            errors.append((path, f"expected at least {js_number(min_length)} characters", False))
         max_length = schema.get("maxLength")
         if _is_number(max_length) and len(value) > max_length:
-            errors.append((path, f"expected at most {_js_number(max_length)} characters", False))
+            errors.append((path, f"expected at most {js_number(max_length)} characters", False))
         if "pattern" in schema:
             matched = _search(schema["pattern"], value)
             if matched is None:
@@ -732,22 +674,22 @@ class _Schema:
         if _is_number(minimum):
             if exclusive_min is True:  # draft 4 spelling
                 if value <= minimum:
-                    errors.append((path, f"expected > {_js_number(minimum)}", False))
+                    errors.append((path, f"expected > {js_number(minimum)}", False))
             elif value < minimum:
-                errors.append((path, f"expected >= {_js_number(minimum)}", False))
+                errors.append((path, f"expected >= {js_number(minimum)}", False))
         if _is_number(maximum):
             if exclusive_max is True:
                 if value >= maximum:
-                    errors.append((path, f"expected < {_js_number(maximum)}", False))
+                    errors.append((path, f"expected < {js_number(maximum)}", False))
             elif value > maximum:
-                errors.append((path, f"expected <= {_js_number(maximum)}", False))
+                errors.append((path, f"expected <= {js_number(maximum)}", False))
         if _is_number(exclusive_min) and value <= exclusive_min:
-            errors.append((path, f"expected > {_js_number(exclusive_min)}", False))
+            errors.append((path, f"expected > {js_number(exclusive_min)}", False))
         if _is_number(exclusive_max) and value >= exclusive_max:
-            errors.append((path, f"expected < {_js_number(exclusive_max)}", False))
+            errors.append((path, f"expected < {js_number(exclusive_max)}", False))
         multiple_of = schema.get("multipleOf")
         if _is_number(multiple_of) and multiple_of > 0 and not _is_multiple(value, multiple_of):
-            errors.append((path, f"expected a multiple of {_js_number(multiple_of)}", False))
+            errors.append((path, f"expected a multiple of {js_number(multiple_of)}", False))
 
     def _check_array(
         self,
@@ -759,9 +701,9 @@ class _Schema:
     ) -> None:
         min_items, max_items = schema.get("minItems"), schema.get("maxItems")
         if _is_number(min_items) and len(value) < min_items:
-            errors.append((path, f"expected at least {_js_number(min_items)} items", False))
+            errors.append((path, f"expected at least {js_number(min_items)} items", False))
         if _is_number(max_items) and len(value) > max_items:
-            errors.append((path, f"expected at most {_js_number(max_items)} items", False))
+            errors.append((path, f"expected at most {js_number(max_items)} items", False))
         if schema.get("uniqueItems") is True and not _all_unique(value):
             errors.append((path, "expected unique items", False))
         positional, rest = _tuple_schemas(schema)
@@ -805,10 +747,10 @@ class _Schema:
                     self.check(member, additional, member_path, errors, depth + 1)
         min_properties, max_properties = schema.get("minProperties"), schema.get("maxProperties")
         if _is_number(min_properties) and len(value) < min_properties:
-            count = _js_number(min_properties)
+            count = js_number(min_properties)
             errors.append((path, f"expected at least {count} properties", False))
         if _is_number(max_properties) and len(value) > max_properties:
-            count = _js_number(max_properties)
+            count = js_number(max_properties)
             errors.append((path, f"expected at most {count} properties", False))
 
     def _check_combinators(
@@ -860,8 +802,8 @@ def _best_alternative(failures: list[list[_Error]], path: _Path) -> list[_Error]
 
 def _format_enum(values: list[Any]) -> str:
     if len(values) <= _ENUM_SHOWN:
-        return _js_json(values)
-    shown = ",".join(_js_json(item) for item in values[:_ENUM_SHOWN])
+        return js_stringify(values)
+    shown = ",".join(js_stringify(item) for item in values[:_ENUM_SHOWN])
     return f"[{shown}, ... and {len(values) - _ENUM_SHOWN} more]"
 
 
