@@ -545,6 +545,10 @@ async def test_outer_cancellation_delivers_closing_events_and_reraises_cancelled
         raise AssertionError("prompt() returned normally")  # pragma: no cover
     assert scope.cancelled_caught is True
     assert trio.current_time() == 5
+    # Listeners observe the outer cancellation through the run's signal.
+    assert recorder.signals[0] is not None
+    assert recorder.signals[0].aborted is True
+    assert recorder.signals[0].reason == "cancelled"
     assert without_updates(recorder.types)[6:] == [
         "tool_execution_start",
         "tool_execution_start",

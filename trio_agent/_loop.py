@@ -215,7 +215,11 @@ class _Run:
                 except BaseExceptionGroup as group:
                     raise collapse_exception_group(group) from None
         except trio.Cancelled:
-            # Outer cancellation: close the grammar under a shield, then re-raise.
+            # Outer cancellation aborts the run like an abort (SPEC §8): hooks and
+            # listeners see it through the signal; then close the grammar under a shield
+            # and re-raise.
+            if self.signal is not None and not self.signal.aborted:
+                self.signal._abort("cancelled")
             with trio.CancelScope(shield=True):
                 await self.close_aborted()
             raise
@@ -570,8 +574,10 @@ async def run_agent_loop(
     until it returns. The caller's ``context`` is not modified.
 
     Aborting ``signal`` cancels whatever the run awaits (provider read, tool, hook) at once
-    and closes the run with the events of SPEC §8; the function then returns normally.
-    Cancelling the caller's scope does the same and re-raises ``trio.Cancelled``.
+    and closes the run with its closing events (see the guide, "Abort and cancellation");
+    the function then returns normally.
+    Cancelling the caller's scope does the same (the signal, if any, becomes aborted with
+    reason ``"cancelled"``) and re-raises ``trio.Cancelled``.
 
     Raises:
         Exception: whatever a hook, the stream function or ``emit`` raised (the run ends

@@ -1,4 +1,4 @@
-"""The stream-function contract (SPEC §5): ``StreamFn``, ``LlmContext``, ``StreamOptions``
+"""The stream-function contract: ``StreamFn``, ``LlmContext``, ``StreamOptions``
 and the process-wide default stream function.
 
 A stream function takes a model, the normalized transcript and options, and returns an

@@ -1,4 +1,4 @@
-"""JSON for messages, events and models, in the upstream wire format (SPEC §10).
+"""JSON for messages, events and models, in the upstream wire format.
 
 ``to_json`` / ``from_json`` and ``to_dict`` / ``from_dict`` convert single values (``cls``
 may be a union such as :data:`~trio_agent.AgentMessage` or :data:`~trio_agent.AgentEvent`);
