@@ -530,6 +530,10 @@ class _Run:
                 message = attrs.evolve(message, thinking_level=self.reasoning or "off")
                 await self.finish_assistant(message)
                 self.new_messages.append(message)
+                if any(isinstance(block, ToolCall) for block in message.content):
+                    # Tool calls that streamed before the abort are answered too: every
+                    # tool call in the transcript gets exactly one result (SPEC §8).
+                    self.batch = ToolBatch.for_message(message, self.emit)
             assert self.assistant is not None
             tool_results = []
             if self.batch is not None:
