@@ -1345,3 +1345,61 @@ async def test_faux_event_order_through_the_loop() -> None:
     assert final.stop_reason == "toolUse"
     assert final.thinking_level == "off"
     assert_grammar(recorder.events)
+
+
+async def test_emit_concurrently_lets_parallel_tools_emit_at_once(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """With ``emit_concurrently=True`` the sink is called from every tool task as its end
+    event occurs; by default the calls wait for each other."""
+    from trio_agent import AgentTool, AgentToolResult, TextContent, UserMessage
+    from trio_agent.loop import AgentContext, AgentLoopConfig, run_agent_loop
+    from trio_agent.models import FauxProvider, faux_assistant_message, faux_tool_call
+
+    async def execute(
+        tool_call_id: str, params: dict[str, object], signal: object, on_update: object
+    ) -> AgentToolResult:
+        await trio.sleep(1)
+        return AgentToolResult(content=[TextContent(text="ok")])
+
+    tool = AgentTool(
+        name="wait",
+        label="wait",
+        description="waits",
+        parameters={"type": "object"},
+        execute=execute,
+    )
+
+    for concurrently, expected_peak in ((False, 1), (True, 3)):
+        faux = FauxProvider(
+            [
+                faux_assistant_message(
+                    [faux_tool_call("wait", {}, id=f"c{i}") for i in range(3)],
+                    stop_reason="toolUse",
+                ),
+                faux_assistant_message("done"),
+            ]
+        )
+        inside = 0
+        peak = 0
+
+        async def emit(event: AgentEvent) -> None:
+            nonlocal inside, peak
+            if event.type != "tool_execution_end":
+                return
+            inside += 1
+            peak = max(peak, inside)
+            await trio.sleep(1)
+            inside -= 1
+
+        config = AgentLoopConfig(model=faux.get_model())
+        context = AgentContext(messages=[], tools=[tool])
+        await run_agent_loop(
+            [UserMessage(content="go")],
+            context,
+            config,
+            emit,
+            stream_fn=faux.stream_fn,
+            emit_concurrently=concurrently,
+        )
+        assert peak == expected_peak

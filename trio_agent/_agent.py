@@ -577,7 +577,12 @@ class Agent:
             raise NothingToContinueError("Cannot continue from message role: assistant")
         await self._run(
             lambda context, config, emit, signal: run_agent_loop_continue(
-                context, config, emit, signal=signal, stream_fn=self.stream_fn
+                context,
+                config,
+                emit,
+                signal=signal,
+                stream_fn=self.stream_fn,
+                emit_concurrently=True,  # the dispatcher's channel orders events
             ),
             skip_initial_steering_poll=False,
         )
@@ -587,7 +592,13 @@ class Agent:
     ) -> None:
         await self._run(
             lambda context, config, emit, signal: run_agent_loop(
-                messages, context, config, emit, signal=signal, stream_fn=self.stream_fn
+                messages,
+                context,
+                config,
+                emit,
+                signal=signal,
+                stream_fn=self.stream_fn,
+                emit_concurrently=True,  # the dispatcher's channel orders events
             ),
             skip_initial_steering_poll=skip_initial_steering_poll,
         )

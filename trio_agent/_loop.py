@@ -150,8 +150,10 @@ class _Run:
         signal: AbortSignal | None,
         stream_fn: StreamFn | None,
         new_messages: list[AgentMessage],
+        emit_concurrently: bool = False,
     ) -> None:
         self.context = context
+        self.emit_concurrently = emit_concurrently
         self.config = config
         self.model = config.model
         self.reasoning = _reasoning(config.reasoning)
@@ -177,6 +179,13 @@ class _Run:
         self._emit_lock = trio.StrictFIFOLock()
 
     async def emit(self, event: AgentEvent) -> None:
+        if self.emit_concurrently:
+            # The sink orders concurrent calls itself (e.g. a memory channel).
+            value = self._emit_to(event)
+            if value is not None:
+                with trio.CancelScope(shield=True):
+                    await value
+            return
         lock = self._emit_lock
         if lock.locked():
             # Another task (a parallel tool) is inside the sink: queue behind it.
@@ -569,6 +578,7 @@ async def run_agent_loop(
     *,
     signal: AbortSignal | None = None,
     stream_fn: StreamFn | None = None,
+    emit_concurrently: bool = False,
 ) -> list[AgentMessage]:
     """Run the agent on new prompt messages and return the messages the run produced.
 
@@ -576,6 +586,12 @@ async def run_agent_loop(
     ``message_start``/``message_end``, then turns until the model stops asking for tools
     and the queues are empty. ``emit`` is awaited for every event; the loop does not go on
     until it returns. The caller's ``context`` is not modified.
+
+    ``emit`` is never called concurrently: events of parallel tools (and their
+    ``on_update`` progress) wait for each other. With ``emit_concurrently=True`` the loop
+    calls ``emit`` from each tool's task as its events occur, for sinks that order
+    concurrent calls themselves (a memory channel's ``send``, :class:`~trio_agent.Agent`);
+    each task still waits for its own call to finish.
 
     Aborting ``signal`` cancels whatever the run awaits (provider read, tool, hook) at once
     and closes the run with its closing events (see the guide, "Abort and cancellation");
@@ -596,6 +612,7 @@ async def run_agent_loop(
         signal,
         stream_fn,
         new_messages,
+        emit_concurrently,
     )
 
     async def start() -> None:
@@ -623,6 +640,7 @@ async def run_agent_loop_continue(
     *,
     signal: AbortSignal | None = None,
     stream_fn: StreamFn | None = None,
+    emit_concurrently: bool = False,
 ) -> list[AgentMessage]:
     """Continue from an existing context (its last message must not be an assistant one).
 
@@ -641,6 +659,7 @@ async def run_agent_loop_continue(
         signal,
         stream_fn,
         [],
+        emit_concurrently,
     )
 
     async def start() -> None:
@@ -705,7 +724,13 @@ def open_agent_loop(
     """
     return _open_loop(
         lambda emit: run_agent_loop(
-            prompts, context, config, emit, signal=signal, stream_fn=stream_fn
+            prompts,
+            context,
+            config,
+            emit,
+            signal=signal,
+            stream_fn=stream_fn,
+            emit_concurrently=True,  # channel sends are ordered by the channel
         ),
         max_buffer_size,
     )
@@ -727,7 +752,12 @@ def open_agent_loop_continue(
     _check_continuable(context)
     return _open_loop(
         lambda emit: run_agent_loop_continue(
-            context, config, emit, signal=signal, stream_fn=stream_fn
+            context,
+            config,
+            emit,
+            signal=signal,
+            stream_fn=stream_fn,
+            emit_concurrently=True,  # channel sends are ordered by the channel
         ),
         max_buffer_size,
     )
