@@ -6,6 +6,9 @@ events travel through a memory channel to one dispatcher task that reduces them 
 :class:`AgentState` and then awaits every listener in subscription order. The loop waits
 for each event's acknowledgement (``message_update`` events may be pipelined through a
 small buffer), so listeners never overlap and a slow listener delays the run.
+
+Besides :mod:`trio_agent.loop`, it uses only public names of the data model and the
+transcript helpers (their private modules are imported to avoid an import cycle).
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ from ._transcript import (
     create_initial_system_message,
     get_current_system_message,
     get_current_system_prompt,
-    tool_declarations,
+    to_tool_declaration,
 )
 from ._util import collapse_exception_group, maybe_await
 from .loop import (
@@ -332,7 +335,9 @@ class Agent:
         tools = list(initial.tools or [])
         messages = list(initial.messages or [])
         if not messages or messages[0].role != "system":
-            system = create_initial_system_message(initial.system_prompt, tool_declarations(tools))
+            system = create_initial_system_message(
+                initial.system_prompt, [to_tool_declaration(tool) for tool in tools]
+            )
             if system is not None:
                 messages.insert(0, system)
         self._state = AgentState(
