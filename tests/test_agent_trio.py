@@ -233,17 +233,23 @@ async def test_listener_failure_in_a_parallel_batch_cancels_siblings_before_agen
             "message_end",
             "tool_execution_start",
             "tool_execution_start",
-            # The failing listener raised here, before the recorder saw this event.
+            # The failing listener raised on call-fast's end, before the recorder saw it;
+            # the cancelled call-slow is closed as an error to keep the grammar.
+            "tool_execution_end",
             "message_start",
             "message_end",
             "turn_end",
             "agent_end",
         ],
     )
+    closing = recorder.of_type("tool_execution_end")
+    assert [(e.tool_call_id, e.is_error) for e in closing] == [("call-slow", True)]
+    assert closing[0].result.content == [TextContent(text="listener exploded")]
     assert without_updates(log) == [
         *without_updates(recorder.types)[:8],
         "tool_execution_end",
         "slow cancelled",
+        "tool_execution_end",
         "message_start",
         "message_end",
         "turn_end",

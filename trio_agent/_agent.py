@@ -48,7 +48,7 @@ from ._messages import (
     UserMessage,
 )
 from ._streaming import ProviderResponse, StreamFn, Transport, get_default_stream_fn
-from ._tools import AgentTool
+from ._tools import AgentTool, AgentToolResult
 from ._transcript import (
     create_initial_system_message,
     get_current_system_message,
@@ -295,6 +295,7 @@ class _ActiveRun:
     send: trio.MemorySendChannel[tuple[AgentEvent, _Ack | None]] | None = None
     update_error: BaseException | None = None
     ended: bool = False
+    reporting_failure: bool = False
     """``agent_end`` was dispatched: nothing may follow it (SPEC §8)."""
 
 
@@ -368,6 +369,7 @@ class Agent:
         self._steering = _Queue(steering_mode)
         self._follow_up = _Queue(follow_up_mode)
         self._listeners: list[_Listener] = []
+        self._open_tools: dict[str, str] = {}  # tool-call id -> name, started not ended
         self._active: _ActiveRun | None = None
 
     # -- state and listeners -----------------------------------------------------------
@@ -687,6 +689,10 @@ class Agent:
                             # A listener failed on agent_end: no event may follow it
                             # (SPEC §8), so the error leaves prompt() after cleanup.
                             raise
+                        # A listener error on a pipelined update that the failure
+                        # overtook must not abort the report of the failure.
+                        run.reporting_failure = True
+                        run.update_error = None
                         with trio.CancelScope(shield=True):
                             await self._report_failure(exc, emit, run)
         except BaseExceptionGroup as group:
@@ -698,6 +704,7 @@ class Agent:
             state._is_streaming = False
             state._streaming_message = None
             state._pending_tool_calls = frozenset()
+            self._open_tools.clear()
             self._active = None
             run.idle.set()
 
@@ -723,7 +730,10 @@ class Agent:
             except trio.WouldBlock:
                 await send.send((event, ack))
             await ack.wait()
-            error, run.update_error = ack.error or run.update_error, None
+            error = ack.error
+            if error is None and not run.reporting_failure:
+                error = run.update_error
+            run.update_error = None
             if error is not None:
                 raise error
 
@@ -784,8 +794,10 @@ class Agent:
                 self._follow_up.delivered(event.message)
         elif isinstance(event, ToolExecutionStartEvent):
             state._pending_tool_calls = state._pending_tool_calls | {event.tool_call_id}
+            self._open_tools[event.tool_call_id] = event.tool_name
         elif isinstance(event, ToolExecutionEndEvent):
             state._pending_tool_calls = state._pending_tool_calls - {event.tool_call_id}
+            self._open_tools.pop(event.tool_call_id, None)
         elif isinstance(event, TurnEndEvent):
             message = event.message
             if isinstance(message, AssistantMessage) and message.error_message:
@@ -809,12 +821,31 @@ class Agent:
             stop_reason="aborted" if run.controller.signal.aborted else "error",
             error_message=str(error) or type(error).__name__,
         )
-        for event in (
-            MessageStartEvent(message=message),
+        text = message.error_message or ""
+        events: list[AgentEvent] = []
+        # Keep the event grammar closed (SPEC §8): tool executions the failure cut short
+        # end as errors (their calls stay unanswered in the transcript), an open user,
+        # system or tool-result message is committed, and an open assistant partial is
+        # replaced by the failure message.
+        for call_id, name in list(self._open_tools.items()):
+            result = AgentToolResult(content=[TextContent(text=text)], details={}, is_error=True)
+            events.append(
+                ToolExecutionEndEvent(
+                    tool_call_id=call_id, tool_name=name, result=result, is_error=True
+                )
+            )
+        open_message = self._state._streaming_message
+        if open_message is not None and open_message.role != "assistant":
+            events.append(MessageEndEvent(message=open_message))
+            open_message = None
+        if open_message is None:
+            events.append(MessageStartEvent(message=message))
+        events += [
             MessageEndEvent(message=message),
             TurnEndEvent(message=message, tool_results=[]),
             AgentEndEvent(messages=[message]),
-        ):
+        ]
+        for event in events:
             await maybe_await(emit(event))
 
 

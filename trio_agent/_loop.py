@@ -169,6 +169,18 @@ class _Run:
         self.assistant_final = False
         self.requesting = False
         self.batch: ToolBatch | None = None
+        # The caches below assume only the loop changes its working transcript, and only
+        # by appending; a hook that receives the live context may edit it in place.
+        self.hooks_see_context = any(
+            hook is not None
+            for hook in (
+                config.prepare_next_turn,
+                config.prepare_request,
+                config.finish_turn,
+                config.before_tool_call,
+                config.after_tool_call,
+            )
+        )
         self._declared_key: tuple[int, int, list[int]] | None = None
         self._declared_upto = 0
         self._llm_cache: (
@@ -293,15 +305,31 @@ class _Run:
                 self.new_messages.append(message)
 
                 if message.stop_reason in ("error", "aborted"):
+                    failed_results: list[ToolResultMessage] = []
+                    if (
+                        message.stop_reason == "aborted"
+                        and self.signal is not None
+                        and self.signal.aborted
+                        and any(isinstance(block, ToolCall) for block in message.content)
+                    ):
+                        # A stream that honoured the run's abort itself: its streamed tool
+                        # calls are answered as on the cancelled path (SPEC §8). (Tool
+                        # calls of a response that failed on its own stay unexecuted and
+                        # unanswered, as upstream; providers drop such messages.)
+                        self.batch = ToolBatch.for_message(message, self.emit)
+                        await self.batch.close_aborted()
+                        failed_results = self.batch.result_messages
+                        self.context.messages.extend(failed_results)
+                        self.new_messages.extend(failed_results)
                     self.last_turn = AgentTurnContext(
                         message=message,
-                        tool_results=[],
+                        tool_results=failed_results,
                         context=self.context,
                         new_messages=self.new_messages,
                     )
                     if config.finish_turn is not None:
                         await maybe_await(config.finish_turn(self.last_turn, self.signal))
-                    await self.end_turn(message, [])
+                    await self.end_turn(message, failed_results)
                     await self.emit(AgentEndEvent(messages=self.new_messages))
                     return
 
@@ -371,7 +399,8 @@ class _Run:
         key = (id(context), id(messages), [id(tool) for tool in context.tools])
         checked = self._declared_upto
         if (
-            not pending
+            not self.hooks_see_context
+            and not pending
             and key == self._declared_key
             and checked <= len(messages)
             and not any(isinstance(m, SystemMessage) for m in messages[checked:])
@@ -437,7 +466,11 @@ class _Run:
         messages = self.context.messages
         if config.transform_context is not None:
             messages = await maybe_await(config.transform_context(messages, self.signal))
-        if messages is self.context.messages and config.convert_to_llm is default_convert_to_llm:
+        if (
+            messages is self.context.messages
+            and config.convert_to_llm is default_convert_to_llm
+            and not self.hooks_see_context
+        ):
             llm_messages: list[Message] = self.convert_incrementally(messages)
         else:
             llm_messages = list(await maybe_await(config.convert_to_llm(messages)))
@@ -620,6 +653,8 @@ async def run_agent_loop(
         await run.emit(TurnStartEvent())
         run.turn_open = True
         for message in initial:
+            # An abort stops the prompt batch before its next message (reference §3.12).
+            await trio.lowlevel.checkpoint_if_cancelled()
             await run.emit_message(message)
 
     return await run.run(start)

@@ -1,0 +1,239 @@
+"""Edge cases of aborts, failures and hooks that edit the live context."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from typing import Any
+
+import trio
+import trio.testing
+from test_loop import assert_grammar
+
+from trio_agent import (
+    AbortController,
+    AbortSignal,
+    Agent,
+    AgentEvent,
+    AgentInitialState,
+    AgentLoopTurnUpdate,
+    AgentTool,
+    AgentToolResult,
+    AgentToolUpdateCallback,
+    AgentTurnContext,
+    AssistantMessage,
+    AssistantMessageEvent,
+    LlmContext,
+    Model,
+    PrepareRequestContext,
+    StreamOptions,
+    SystemMessage,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    TurnEndEvent,
+    UserMessage,
+    content_text,
+    get_current_tools,
+)
+from trio_agent.loop import AgentContext, AgentLoopConfig, run_agent_loop
+from trio_agent.models import FauxProvider, faux_assistant_message, faux_tool_call
+
+
+async def _noop(
+    tool_call_id: str,
+    params: dict[str, Any],
+    signal: AbortSignal,
+    on_update: AgentToolUpdateCallback,
+) -> AgentToolResult:
+    return AgentToolResult(content=[TextContent(text="ok")])
+
+
+NOOP = AgentTool(
+    name="noop",
+    label="noop",
+    description="does nothing",
+    parameters={"type": "object", "properties": {}},
+    execute=_noop,
+)
+
+
+async def test_a_stream_that_honours_the_abort_itself_gets_its_tool_calls_answered(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # The faux provider ends the stream in-band (stop_reason "aborted") when the signal is
+    # aborted between chunks; the streamed tool call must still get exactly one result.
+    faux = FauxProvider(
+        [
+            faux_assistant_message(
+                [faux_tool_call("noop", {}, id="a"), faux_tool_call("noop", {}, id="b")],
+                stop_reason="toolUse",
+            )
+        ]
+    )
+    controller = AbortController()
+    events: list[AgentEvent] = []
+
+    async def emit(event: AgentEvent) -> None:
+        events.append(event)
+        if event.type == "message_update" and event.assistant_message_event.type == "toolcall_end":
+            controller.abort()
+
+    messages = await run_agent_loop(
+        [UserMessage(content="hi")],
+        AgentContext(messages=[], tools=[NOOP]),
+        AgentLoopConfig(model=faux.get_model()),
+        emit,
+        signal=controller.signal,
+        stream_fn=faux.stream_fn,
+    )
+    assert_grammar(events)
+    calls = [
+        block.id
+        for m in messages
+        if isinstance(m, AssistantMessage)
+        for block in m.content
+        if isinstance(block, ToolCall)
+    ]
+    results = [m for m in messages if isinstance(m, ToolResultMessage)]
+    assert [r.tool_call_id for r in results] == calls == ["a"]
+    assert results[0].content == [TextContent(text="Operation aborted")]
+    assert events[-2].type == "turn_end"
+    turn_end = events[-2]
+    assert isinstance(turn_end, TurnEndEvent)
+    assert [r.tool_call_id for r in turn_end.tool_results] == ["a"]
+
+
+async def test_prepare_request_edits_to_the_live_context_reach_the_provider() -> None:
+    faux = FauxProvider(
+        [
+            faux_assistant_message([faux_tool_call("noop", {}, id="a")], stop_reason="toolUse"),
+            faux_assistant_message("done"),
+        ]
+    )
+    seen: list[list[str]] = []
+
+    async def stream_fn(
+        model: Model, context: LlmContext, options: StreamOptions
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        seen.append([content_text(m.content) for m in context.messages if m.role == "user"])
+        async with aclosing(faux.stream_fn(model, context, options)) as inner:
+            async for event in inner:
+                yield event
+
+    requests = 0
+
+    def prepare_request(request: PrepareRequestContext, signal: AbortSignal | None) -> None:
+        nonlocal requests
+        requests += 1
+        if requests == 2:  # redact in place, in the live context
+            messages = request.context.messages
+            for index, message in enumerate(messages):
+                if isinstance(message, UserMessage) and message.content == "my password is hunter2":
+                    messages[index] = UserMessage(content="[redacted]")
+
+    async def emit(event: AgentEvent) -> None:
+        pass
+
+    await run_agent_loop(
+        [UserMessage(content="my password is hunter2"), UserMessage(content="please help")],
+        AgentContext(messages=[], tools=[NOOP]),
+        AgentLoopConfig(model=faux.get_model(), prepare_request=prepare_request),
+        emit,
+        stream_fn=stream_fn,
+    )
+    assert seen == [["my password is hunter2", "please help"], ["[redacted]", "please help"]]
+
+
+async def test_tools_are_redeclared_after_a_hook_rewrites_the_system_message() -> None:
+    faux = FauxProvider(
+        [
+            faux_assistant_message([faux_tool_call("noop", {}, id="a")], stop_reason="toolUse"),
+            faux_assistant_message("done"),
+        ]
+    )
+    declared: list[list[str]] = []
+
+    async def stream_fn(
+        model: Model, context: LlmContext, options: StreamOptions
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        declared.append([tool.name for tool in get_current_tools(context.messages)])
+        async with aclosing(faux.stream_fn(model, context, options)) as inner:
+            async for event in inner:
+                yield event
+
+    def prepare_next_turn(turn: AgentTurnContext) -> AgentLoopTurnUpdate | None:
+        messages = turn.context.messages
+        for index, message in enumerate(messages):
+            if isinstance(message, SystemMessage):
+                messages[index] = SystemMessage(content="replaced", timestamp=0)
+        return None
+
+    async def emit(event: AgentEvent) -> None:
+        pass
+
+    await run_agent_loop(
+        [UserMessage(content="go")],
+        AgentContext(messages=[], tools=[NOOP]),
+        AgentLoopConfig(model=faux.get_model(), prepare_next_turn=prepare_next_turn),
+        emit,
+        stream_fn=stream_fn,
+    )
+    assert declared == [["noop"], ["noop"]]
+
+
+async def test_an_abort_in_continue_prompt_batch_restores_undelivered_steering() -> None:
+    faux = FauxProvider([faux_assistant_message(f"r{i}") for i in range(3)])
+    agent = Agent(
+        AgentInitialState(model=faux.get_model()), stream_fn=faux.stream_fn, steering_mode="all"
+    )
+    await agent.prompt("hello")
+    first, second = UserMessage(content="steer-1"), UserMessage(content="steer-2")
+
+    def listener(event: AgentEvent) -> None:
+        if event.type == "message_end" and event.message is first:
+            agent.abort()
+
+    agent.subscribe(listener)
+    agent.steer(first)
+    agent.steer(second)
+    await agent.continue_()
+    users = [m for m in agent.state.messages if m.role == "user"]
+    assert [content_text(m.content) for m in users if isinstance(m, UserMessage)] == [
+        "hello",
+        "steer-1",
+    ]
+    assert agent.peek_queued_messages() == [second]
+    assert faux.state.call_count == 1
+
+
+async def test_a_failure_after_a_listener_failed_on_an_update_is_still_reported() -> None:
+    faux = FauxProvider([faux_assistant_message("hello world, this is long")])
+
+    async def stream_fn(
+        model: Model, context: LlmContext, options: StreamOptions
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        count = 0
+        async with aclosing(faux.stream_fn(model, context, options)) as inner:
+            async for event in inner:
+                yield event
+                count += 1
+                if count == 3:
+                    raise RuntimeError("stream broke")
+
+    agent = Agent(AgentInitialState(model=faux.get_model()), stream_fn=stream_fn)
+    events: list[AgentEvent] = []
+
+    def listener(event: AgentEvent) -> None:
+        events.append(event)
+        if event.type == "message_update":
+            raise ValueError("listener failed on update")
+
+    agent.subscribe(listener)
+    await agent.prompt("hi")
+    assert_grammar(events)
+    assert [e.type for e in events][-3:] == ["message_end", "turn_end", "agent_end"]
+    last = agent.state.messages[-1]
+    assert last.role == "assistant"
+    assert agent.state.error_message == "stream broke"
+    assert agent.state.is_streaming is False
