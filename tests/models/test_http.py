@@ -136,8 +136,13 @@ def test_truncate_and_redact() -> None:
     assert truncate_body("  short \n") == "short"
     assert truncate_body("a" * 4000) == "a" * 4000
     assert truncate_body("a" * 4001) == "a" * 4000 + "… [truncated 1 chars]"
-    assert redact("key sk-1 and sk-1", "sk-1") == "key [REDACTED] and [REDACTED]"
+    key = "sk-12345678"
+    assert redact(f"key {key} and {key}", key) == "key [REDACTED] and [REDACTED]"
     assert redact("nothing", None) == "nothing"
+    # The escaped form that appears in messages about invalid header bytes.
+    assert redact("b'Bearer sk-12345678\\n'", "sk-12345678\n") == "b'Bearer [REDACTED]'"
+    # Placeholder keys of local servers are too short to be secrets; messages stay intact.
+    assert redact("max_tokens is too large", "x") == "max_tokens is too large"
 
 
 def test_compat_value_accepts_both_spellings() -> None:

@@ -420,6 +420,27 @@ async def test_env_api_key_never_leaks(
     assert secret not in repr(StreamOptions(api_key=secret))
 
 
+@pytest.mark.parametrize(
+    "options",
+    [{"api_key": "sk-secret-123456\n"}, {"headers": {"Authorization": "Bearer sk-secret-9\n"}}],
+)
+async def test_a_key_with_a_control_character_fails_without_leaking_it(
+    sse_server: SseServer,
+    http_client: httpx.AsyncClient,
+    monkeypatch: pytest.MonkeyPatch,
+    options: dict[str, Any],
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    model = make_model(sse_server.base_url, provider="openai")
+    events = await collect(http_client, model, **{"api_key": None, **options})
+    assert types(events) == ["error"]
+    assert final(events).error_message == (
+        "Invalid API key for provider: openai (it contains a control character)"
+    )
+    assert sse_server.requests == []
+    assert "secret" not in repr(events)
+
+
 async def test_headers_merge_and_delete(
     sse_server: SseServer, http_client: httpx.AsyncClient
 ) -> None:
@@ -883,6 +904,29 @@ def test_orphaned_tool_call_and_foreign_ids() -> None:
         },
         {"role": "tool", "tool_call_id": "call_abc_fc_item_1", "content": "No result provided"},
     ]
+
+
+@pytest.mark.parametrize(
+    ("retention", "base_url", "expected"),
+    [
+        (None, "https://api.openai.com/v1", {"prompt_cache_key": "sess-1"}),
+        (None, "http://localhost:8000/v1", {}),
+        ("none", "https://api.openai.com/v1", {}),
+        (
+            "long",
+            "http://localhost:8000/v1",
+            {"prompt_cache_key": "sess-1", "prompt_cache_retention": "24h"},
+        ),
+    ],
+)
+def test_prompt_cache_key_follows_cache_retention(
+    retention: str | None, base_url: str, expected: dict[str, str]
+) -> None:
+    compat = {"cacheRetention": retention} if retention else None
+    model = shape_model(base_url=base_url, compat=compat)
+    result = body(model, [UserMessage(content="hi", timestamp=1)], session_id="sess-1")
+    cache_fields = {k: v for k, v in result.items() if k.startswith("prompt_cache")}
+    assert cache_fields == expected
 
 
 def test_tools_temperature_reasoning_and_cache_key() -> None:

@@ -39,12 +39,14 @@ from ._cost import (
     clamp_thinking_level,
 )
 from ._http import (
+    CacheRetention,
     HttpApi,
     HttpEnv,
     HttpError,
     ProviderRequest,
     ProviderStreamError,
     SseEvent,
+    cache_retention,
     compact_json,
     compat_value,
     parse_sse_json,
@@ -71,7 +73,6 @@ INTERLEAVED_THINKING_BETA = "interleaved-thinking-2025-05-14"
 FINE_GRAINED_TOOL_STREAMING_BETA = "fine-grained-tool-streaming-2025-05-14"
 REDACTED_THINKING_TEXT = "[Reasoning redacted]"
 
-CacheRetention = Literal["none", "short", "long"]
 
 _INVALID_ID_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -609,11 +610,6 @@ class AnthropicEventMapper:
 # Wiring into the shared pipeline
 
 
-def _cache_retention(model: Model) -> CacheRetention:
-    value = compat_value(model, "cacheRetention", "short")
-    return value if value in ("none", "short", "long") else "short"
-
-
 def build_anthropic_request(
     model: Model, context: LlmContext, options: StreamOptions, api_key: str | None
 ) -> ProviderRequest:
@@ -629,7 +625,7 @@ def build_anthropic_request(
         lambda tool_call_id, _model, _source: normalize_anthropic_tool_call_id(tool_call_id),
     )
     body, betas = build_anthropic_body(
-        model, messages, options, cache_retention=_cache_retention(model)
+        model, messages, options, cache_retention=cache_retention(model)
     )
     headers = {
         "anthropic-version": ANTHROPIC_VERSION,

@@ -49,7 +49,7 @@ from collections.abc import (
 )
 from email.utils import parsedate_to_datetime
 from functools import partial
-from typing import Any, Protocol, TypeAlias
+from typing import Any, Literal, Protocol, TypeAlias
 
 import attrs
 import httpx
@@ -243,6 +243,16 @@ def compat_value(model: Model, name: str, default: Any = None) -> Any:
     return default if value is None else value
 
 
+CacheRetention: TypeAlias = Literal["none", "short", "long"]
+"""Prompt-cache retention: ``model.compat["cacheRetention"]`` (default ``"short"``)."""
+
+
+def cache_retention(model: Model) -> CacheRetention:
+    """The model's prompt-cache retention (``"short"`` unless ``compat`` says otherwise)."""
+    value = compat_value(model, "cacheRetention", "short")
+    return value if value in ("none", "short", "long") else "short"
+
+
 def compact_json(value: Any) -> str:
     """JSON the way ``JSON.stringify`` writes it: no spaces, non-ASCII kept."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
@@ -259,11 +269,24 @@ def truncate_body(text: str) -> str:
     return f"{text[:ERROR_BODY_LIMIT]}… [truncated {len(text) - ERROR_BODY_LIMIT} chars]"
 
 
-def redact(text: str, secret: str | None) -> str:
-    """Replace every occurrence of ``secret`` in ``text`` with ``[REDACTED]``."""
-    if not secret:
-        return text
-    return text.replace(secret, _REDACTED)
+# Shorter "keys" are placeholders for local servers (e.g. "x"); replacing them would
+# garble error messages without protecting anything.
+_MIN_SECRET_LENGTH = 8
+
+
+def redact(text: str, *secrets: str | None) -> str:
+    """Replace every occurrence of each secret (and of its escaped ``repr`` form, as it
+    appears in messages about invalid header bytes) in ``text`` with ``[REDACTED]``."""
+    for secret in secrets:
+        if not secret or len(secret) < _MIN_SECRET_LENGTH:
+            continue
+        for form in {secret, repr(secret)[1:-1]}:
+            text = text.replace(form, _REDACTED)
+    return text
+
+
+def _has_control_character(value: str) -> bool:
+    return any(ord(char) < 32 or ord(char) == 127 for char in value)
 
 
 def error_text(exc: BaseException) -> str:
@@ -492,14 +515,14 @@ async def stream_http(
     """
     builder = AssistantMessageBuilder(api=model.api, provider=model.provider, model=model.id)
     signal = options.signal
-    api_key: str | None = None
+    secrets: list[str] = []  # the key and caller-supplied auth header values
 
     def aborted() -> bool:
         return signal is not None and signal.aborted
 
     def fail(exc_or_message: BaseException | str) -> ErrorEvent:
         message = exc_or_message if isinstance(exc_or_message, str) else error_text(exc_or_message)
-        return builder.error(redact(message, api_key))
+        return builder.error(redact(message, *secrets))
 
     if aborted():
         yield builder.aborted()
@@ -512,10 +535,25 @@ async def stream_http(
         try:
             api_key = await _resolve_api_key(model, options, env)
             caller_headers = merge_headers(model.headers, options.headers)
-            if api_key is None and not any(
-                name.lower() in api.auth_header_names for name in caller_headers
-            ):
+            auth_values = [
+                value
+                for name, value in caller_headers.items()
+                if name.lower() in api.auth_header_names and value
+            ]
+            secrets.extend(auth_values)
+            for value in auth_values:
+                if value.lower().startswith("bearer "):
+                    secrets.append(value[7:])
+            if api_key is not None:
+                secrets.append(api_key)
+            if api_key is None and not auth_values:
                 raise ProviderStreamError(f"No API key for provider: {model.provider}")
+            if any(_has_control_character(secret) for secret in secrets):
+                # httpx would reject the header with the key in its message.
+                raise ProviderStreamError(
+                    f"Invalid API key for provider: {model.provider} "
+                    "(it contains a control character)"
+                )
             spec = api.build_request(model, context, options, api_key)
             body: Any = spec.body
             if options.on_payload is not None:

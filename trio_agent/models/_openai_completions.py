@@ -52,6 +52,7 @@ from ._http import (
     ProviderRequest,
     ProviderStreamError,
     SseEvent,
+    cache_retention,
     compact_json,
     compat_value,
     parse_sse_json,
@@ -382,8 +383,15 @@ def build_openai_completions_body(
                 body["reasoning_effort"] = value
         elif isinstance(level_map.get("off"), str) and compat.thinking_format == "openai":
             body["reasoning_effort"] = level_map["off"]
-    if options.session_id and "api.openai.com" in model.base_url:
+    retention = cache_retention(model)
+    if (
+        options.session_id
+        and retention != "none"
+        and ("api.openai.com" in model.base_url or retention == "long")
+    ):
         body["prompt_cache_key"] = options.session_id[:64]
+    if retention == "long":
+        body["prompt_cache_retention"] = "24h"
     return body
 
 

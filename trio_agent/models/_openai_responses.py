@@ -40,6 +40,7 @@ from ._http import (
     ProviderRequest,
     ProviderStreamError,
     SseEvent,
+    cache_retention,
     compact_json,
     compat_value,
     parse_sse_json,
@@ -601,11 +602,6 @@ class ResponsesEventMapper:
 # Wiring into the shared pipeline
 
 
-def _cache_retention(model: Model) -> Literal["none", "short", "long"]:
-    value = compat_value(model, "cacheRetention", "short")
-    return value if value in ("none", "short", "long") else "short"
-
-
 def _provider_label(model: Model) -> str:
     return "OpenAI" if model.provider == "openai" else model.provider
 
@@ -623,7 +619,7 @@ def build_responses_request(
         model,
         lambda tool_call_id, _model, _source: normalize_responses_tool_call_id(tool_call_id),
     )
-    retention = _cache_retention(model)
+    retention = cache_retention(model)
     body = build_responses_body(model, messages, options, cache_retention=retention)
     headers: dict[str, str] = {}
     if options.session_id and retention != "none":
