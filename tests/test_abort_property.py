@@ -215,3 +215,69 @@ async def test_abort_while_tool_calls_stream_answers_them(
     ]
     ends = [e for e in events if e.type == "tool_execution_end"]
     assert [e.duration_ms for e in ends] == [None, None]
+
+
+@attrs.frozen
+class FailureScenario:
+    turns: list[list[str]]
+    mode: str
+    fail_at: int  # the listener raises on this event index
+    tokens_per_second: float | None
+
+
+failure_scenarios = st.builds(
+    FailureScenario,
+    turns=st.lists(st.lists(st.sampled_from(list(SLEEPS)), max_size=3), min_size=1, max_size=3),
+    mode=st.sampled_from(["parallel", "sequential"]),
+    fail_at=st.integers(0, 50),
+    tokens_per_second=st.sampled_from([None, 20.0]),
+)
+
+
+async def _run_failure(scenario: FailureScenario) -> None:
+    base = Scenario(
+        turns=scenario.turns,
+        mode=scenario.mode,
+        steering=0,
+        abort_at=-1,
+        outer=False,
+        tokens_per_second=scenario.tokens_per_second,
+    )
+    faux = FauxProvider(_script(base), tokens_per_second=scenario.tokens_per_second)
+    tools = [_make_tool(name, seconds) for name, seconds in SLEEPS.items()]
+    agent = Agent(
+        AgentInitialState(model=faux.get_model(), tools=tools),
+        stream_fn=faux.stream_fn,
+        tool_execution=scenario.mode,  # type: ignore[arg-type]  # sampled from the two modes
+    )
+    events: list[AgentEvent] = []
+    armed = [True]
+
+    def listener(event: AgentEvent) -> None:
+        assert not (events and events[-1].type == "agent_end"), "event after agent_end"
+        events.append(event)
+        if armed[0] and len(events) - 1 == scenario.fail_at and event.type != "agent_end":
+            armed[0] = False
+            raise ValueError("listener failed")
+
+    agent.subscribe(listener)
+    await agent.prompt("go")
+    assert_grammar(events)
+    if not armed[0]:
+        last = agent.state.messages[-1]
+        assert isinstance(last, AssistantMessage)
+        assert last.error_message == "listener failed"
+        assert agent.state.error_message == "listener failed"
+    assert agent.state.is_streaming is False
+    assert agent.signal is None
+    assert agent.state.pending_tool_calls == frozenset()
+    committed = [e.message for e in events if e.type == "message_end"]
+    assert agent.state.messages[-len(committed) :] == committed
+
+
+@settings(max_examples=100, deadline=None)
+@given(failure_scenarios)
+def test_a_listener_failure_anywhere_keeps_the_run_well_formed(
+    scenario: FailureScenario,
+) -> None:
+    trio.run(_run_failure, scenario, clock=trio.testing.MockClock(autojump_threshold=0))

@@ -31,6 +31,7 @@ from ._events import (
     ToolExecutionEndEvent,
     ToolExecutionStartEvent,
     TurnEndEvent,
+    TurnStartEvent,
 )
 from ._exceptions import AgentBusyError, NothingToContinueError
 from ._hooks import AgentContext, AgentTurnContext
@@ -370,6 +371,7 @@ class Agent:
         self._follow_up = _Queue(follow_up_mode)
         self._listeners: list[_Listener] = []
         self._open_tools: dict[str, str] = {}  # tool-call id -> name, started not ended
+        self._turn_open = False
         self._active: _ActiveRun | None = None
 
     # -- state and listeners -----------------------------------------------------------
@@ -705,6 +707,7 @@ class Agent:
             state._streaming_message = None
             state._pending_tool_calls = frozenset()
             self._open_tools.clear()
+            self._turn_open = False
             self._active = None
             run.idle.set()
 
@@ -798,7 +801,10 @@ class Agent:
         elif isinstance(event, ToolExecutionEndEvent):
             state._pending_tool_calls = state._pending_tool_calls - {event.tool_call_id}
             self._open_tools.pop(event.tool_call_id, None)
+        elif isinstance(event, TurnStartEvent):
+            self._turn_open = True
         elif isinstance(event, TurnEndEvent):
+            self._turn_open = False
             message = event.message
             if isinstance(message, AssistantMessage) and message.error_message:
                 state._error_message = message.error_message
@@ -834,6 +840,9 @@ class Agent:
                     tool_call_id=call_id, tool_name=name, result=result, is_error=True
                 )
             )
+        if not self._turn_open:
+            # The failure came before the first turn_start (an agent_start listener).
+            events.append(TurnStartEvent())
         open_message = self._state._streaming_message
         if open_message is not None and open_message.role != "assistant":
             events.append(MessageEndEvent(message=open_message))
