@@ -249,3 +249,42 @@ def test_stream_handles_large_input_incrementally() -> None:
     for start in range(0, len(text), 7):
         stream.append(text[start : start + 7])
     assert stream.arguments == json.loads(text)
+
+
+class _Piece(str):
+    """A delta that counts how often the text so far is concatenated with it."""
+
+    concatenations = 0
+
+    def __radd__(self, other: str) -> str:
+        _Piece.concatenations += 1
+        return other + str(self)
+
+
+def test_append_does_not_rebuild_the_text_per_delta() -> None:
+    # ``text += delta`` copies the whole text on every delta: quadratic in the length of
+    # the arguments (a file's content streamed in 8-character pieces took seconds).
+    text = json.dumps({"path": "a.txt", "content": "x" * 2000})
+    stream = ToolCallArgumentsStream()
+    for start in range(0, len(text), 8):
+        stream.append(_Piece(text[start : start + 8]))
+    assert _Piece.concatenations == 0
+    assert stream.text == text
+    assert stream.arguments == json.loads(text)
+    assert stream.finish() == (json.loads(text), None)
+    # The joined text is kept; replace() still appends only the missing piece.
+    assert stream.replace(text + "\n") == "\n"
+    assert stream.text == text + "\n"
+    assert stream.replace(text + "\n") == ""
+    assert stream.replace('{"n": 1}') == '{"n": 1}'
+    assert stream.text == '{"n": 1}'
+    assert stream.arguments == {"n": 1}
+
+
+def test_text_of_a_new_stream_is_empty() -> None:
+    stream = ToolCallArgumentsStream()
+    assert stream.text == ""
+    assert stream.append("") == {}
+    assert stream.text == ""
+    assert stream.replace("") == ""
+    assert stream.finish() == ({}, None)

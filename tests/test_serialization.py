@@ -671,6 +671,70 @@ def test_malformed_line_names_its_number() -> None:
     assert load_error(["", "NaN"]) == "line 2: invalid JSON: NaN is not valid JSON"
 
 
+def test_malformed_line_end_column() -> None:
+    # An error at the very end of a line that has a line end after it is reported at
+    # that position, not at column 1 of a next line.
+    assert load_error([UPSTREAM_LINES[0], '{"role": "user",', ""]) == (
+        "line 2: invalid JSON: Expecting property name enclosed in double quotes at column 17"
+    )
+    with pytest.raises(SerializationError) as info:
+        load_transcript(io.StringIO('{"role":"user","content":"x"\r\n'))
+    assert str(info.value) == ("line 1: invalid JSON: Expecting ',' delimiter at column 29")
+
+
+def test_required_wire_keys_on_load() -> None:
+    # Python construction fills in defaults ...
+    assert isinstance(UserMessage(content="x").timestamp, int)
+    assert ToolResultMessage(tool_call_id="c", tool_name="t", content=[]).is_error is False
+    # ... loading does not: these keys are not optional on the wire.
+    assert load_error(['{"role":"user","content":"x"}']) == "line 1: missing key 'timestamp'"
+    assert load_error(['{"role":"system","content":"x"}']) == "line 1: missing key 'timestamp'"
+    assert load_error(
+        [
+            UPSTREAM_LINES[0],
+            '{"role":"assistant","content":[],"api":"a","provider":"p","model":"m"}',
+        ]
+    ) == ("line 2: missing key 'usage'; missing key 'stopReason'; missing key 'timestamp'")
+    line = '{"role":"toolResult","toolCallId":"c","toolName":"t","content":[],"timestamp":1}'
+    assert load_error([line]) == "line 1: missing key 'isError'"
+    # Other problems of the same object are still reported, and nested paths are named.
+    line = '{"role":"user","content":"x","extra":1}'
+    assert load_error([line]) == (
+        "line 1: missing key 'timestamp'; unknown key 'extra' in UserMessage"
+    )
+    with pytest.raises(SerializationError) as info:
+        from_json('{"type":"message_start","message":{"role":"user","content":"x"}}', AgentEvent)
+    assert str(info.value) == "missing key 'timestamp' @ $.message"
+    with pytest.raises(SerializationError) as info:
+        from_dict({"role": "user", "content": "x"}, UserMessage)
+    assert str(info.value) == "missing key 'timestamp'"
+
+
+def test_lone_surrogates_are_escaped() -> None:
+    message = UserMessage(content="bad \ud83d and \udc00", timestamp=1)
+    text = to_json(message)
+    assert text == '{"role":"user","content":"bad \\ud83d and \\udc00","timestamp":1}'
+    assert from_json(text, AgentMessage) == message
+    buffer = io.StringIO()
+    dump_transcript(buffer, [message])
+    assert buffer.getvalue() == text + "\n"
+    assert load_transcript(io.StringIO(buffer.getvalue())) == [message]
+    # A proper pair (one code point) is kept as is.
+    assert to_json(UserMessage(content="\U0001f600", timestamp=1)) == (
+        '{"role":"user","content":"\U0001f600","timestamp":1}'
+    )
+
+
+def test_lone_surrogates_dump_to_path(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    message = ToolResultMessage(
+        tool_call_id="c", tool_name="t", content=[TextContent(text="\udfff")], timestamp=2
+    )
+    dump_transcript(path, [message])
+    assert path.read_bytes().decode("ascii").count("\\udfff") == 1
+    assert load_transcript(path) == [message]
+
+
 def test_unknown_role() -> None:
     assert load_error([UPSTREAM_LINES[0], "", '{"role":"bogus"}']) == (
         "line 3: unknown role 'bogus'"
@@ -700,7 +764,10 @@ def test_unknown_key() -> None:
         "unknown keys 'extra', 'more' in UserMessage"
     )
     # Python attribute names are not wire names.
-    line = '{"role":"toolResult","tool_call_id":"c","toolName":"t","content":[],"isError":false}'
+    line = (
+        '{"role":"toolResult","tool_call_id":"c","toolName":"t","content":[],"isError":false,'
+        '"timestamp":1}'
+    )
     assert load_error([line]) == (
         "line 1: missing key 'toolCallId'; unknown key 'tool_call_id' in ToolResultMessage"
     )

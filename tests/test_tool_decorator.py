@@ -42,6 +42,13 @@ class Trip:
 
 
 @attrs.frozen
+class Box:
+    width: int
+    height: int
+    label: str = ""
+
+
+@attrs.frozen
 class Appointment:
     when: datetime.datetime
 
@@ -215,6 +222,64 @@ def test_docstring_descriptions() -> None:
     }
 
 
+def test_only_google_section_names_end_the_description() -> None:
+    @tool
+    async def convert(value: float, unit: str) -> str:
+        """Convert a distance.
+
+        Supported units:
+            km, mi, nmi
+
+        Args:
+            value: The distance.
+            unit: Target unit.
+
+        Example:
+            convert(1, "km")
+
+        Unknown Header:
+            not an entry: ignored.
+        """
+        return ""
+
+    assert convert.description == "Convert a distance.\n\nSupported units:\n    km, mi, nmi"
+    assert convert.parameters["properties"] == {
+        "value": {"type": "number", "description": "The distance."},
+        "unit": {"type": "string", "description": "Target unit."},
+    }
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "Args",
+        "Arguments",
+        "Parameters",
+        "Params",
+        "Attributes",
+        "Returns",
+        "Return",
+        "Raises",
+        "Yields",
+        "Yield",
+        "Example",
+        "Examples",
+        "Note",
+        "Notes",
+        "Warning",
+        "Warnings",
+        "See Also",
+        "Todo",
+    ],
+)
+def test_google_section_names_end_the_description(header: str) -> None:
+    async def fn(x: int) -> str:
+        return ""
+
+    fn.__doc__ = f"Summary.\n\nMore.\n\n{header}:\n    something\n"
+    assert tool(fn).description == "Summary.\n\nMore."
+
+
 def test_forms_and_overrides() -> None:
     async def echo(text: str) -> str:
         """Echo text."""
@@ -350,6 +415,24 @@ async def test_bad_arguments() -> None:
     with pytest.raises(ToolArgumentsError) as info:
         await run(plan, {"trip": {"stops": ["Lyon"]}})
     assert str(info.value) == 'expected an object for Location, got "Lyon"'
+
+
+async def test_missing_nested_fields_are_argument_errors() -> None:
+    @tool
+    async def pack(trip: Trip, box: Box | None = None) -> str:
+        return "ok"
+
+    with pytest.raises(ToolArgumentsError) as info:
+        await run(pack, {"trip": {}})
+    assert str(info.value) == "missing field(s) 'stops' for Trip"
+    with pytest.raises(ToolArgumentsError) as info:
+        await run(pack, {"trip": {"stops": [{"country": "CH"}]}})
+    assert str(info.value) == "missing field(s) 'city' for Location"
+    with pytest.raises(ToolArgumentsError) as info:
+        await run(pack, {"trip": {"stops": []}, "box": {"label": "x"}})
+    assert str(info.value) == "missing field(s) 'width', 'height' for Box"
+    result = await run(pack, {"trip": {"stops": []}, "box": {"width": 1, "height": 2}})
+    assert result.content == [TextContent(text="ok")]
 
 
 async def test_injected_signal_and_on_update() -> None:

@@ -18,6 +18,7 @@ from trio_agent import (
     validate_tool_arguments,
 )
 from trio_agent._jsjson import js_number as _js_number
+from trio_agent._jsjson import js_stringify
 
 
 async def _execute(
@@ -61,7 +62,9 @@ def _problems(schema: dict[str, Any], arguments: dict[str, Any]) -> list[str]:
         _validate(schema, arguments)
     message = str(info.value)
     head, _, received = message.partition("\n\nReceived arguments:\n")
-    assert received == json.dumps(arguments, indent=2, ensure_ascii=False)
+    # The exact layout (JSON.stringify's, with JavaScript numbers) is pinned by
+    # test_received_arguments_use_javascript_formatting.
+    assert json.loads(received) == arguments
     first, *lines = head.split("\n")
     assert first == 'Validation failed for tool "echo":'
     return lines
@@ -565,6 +568,126 @@ def test_received_arguments_are_the_original_unicode_json() -> None:
     with pytest.raises(ToolArgumentsError) as info:
         _validate(schema, {"name": "héllo ✓"})
     assert str(info.value).endswith('Received arguments:\n{\n  "name": "héllo ✓"\n}')
+
+
+def test_received_arguments_use_javascript_formatting() -> None:
+    # As JSON.stringify(args, null, 2): 1.0 is 1, 1e-07 is 1e-7, empty containers stay
+    # on one line, integer-like keys come first.
+    schema = _obj({"s": {"type": "string", "minLength": 3}}, required=[])
+    arguments = json.loads(
+        '{"s": "a", "ratio": 1.0, "tiny": 1e-7, "big": 1e21, "e": [], "o": {}, '
+        '"n": [0.5, {"x": -0.0}], "7": null}'
+    )
+    with pytest.raises(ToolArgumentsError) as info:
+        _validate(schema, arguments)
+    assert str(info.value) == (
+        'Validation failed for tool "echo":\n'
+        "  - s: expected at least 3 characters\n"
+        "\n"
+        "Received arguments:\n"
+        "{\n"
+        '  "7": null,\n'
+        '  "s": "a",\n'
+        '  "ratio": 1,\n'
+        '  "tiny": 1e-7,\n'
+        '  "big": 1e+21,\n'
+        '  "e": [],\n'
+        '  "o": {},\n'
+        '  "n": [\n'
+        "    0.5,\n"
+        "    {\n"
+        '      "x": 0\n'
+        "    }\n"
+        "  ]\n"
+        "}"
+    )
+
+
+def test_received_arguments_fall_back_for_non_json_values() -> None:
+    # Arguments built in Python may hold values JSON has no form for: written with str(),
+    # as before; a non-string key falls back to Python's json module.
+    schema = _obj({"s": {"type": "string", "minLength": 2}}, required=[])
+    with pytest.raises(ToolArgumentsError) as info:
+        _validate(schema, {"s": "a", "when": {1, 2}, "n": 1.0})
+    assert str(info.value).endswith(
+        'Received arguments:\n{\n  "s": "a",\n  "when": "{1, 2}",\n  "n": 1\n}'
+    )
+    with pytest.raises(ToolArgumentsError) as info:
+        _validate(schema, {"s": "a", "m": {3: "x"}})
+    assert str(info.value).endswith(
+        'Received arguments:\n{\n  "s": "a",\n  "m": {\n    "3": "x"\n  }\n}'
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (None, "null"),
+        ([], "[]"),
+        ({}, "{}"),
+        ([1.0, True, "é"], '[\n  1,\n  true,\n  "é"\n]'),
+        ({"a": {"b": [2e-7]}}, '{\n  "a": {\n    "b": [\n      2e-7\n    ]\n  }\n}'),
+    ],
+)
+def test_js_stringify_indented(value: Any, text: str) -> None:
+    assert js_stringify(value, indent=2) == text
+    assert (
+        js_stringify(value, indent=0)
+        == js_stringify(value)
+        == text.replace("\n", "").replace("  ", "").replace(": ", ":")
+    )
+
+
+def test_pattern_digits_are_ascii() -> None:
+    # ECMAScript's \d is [0-9]; Python's also matches Arabic-Indic and other digits.
+    schema = _obj({"x": {"type": "string", "pattern": "^\\d+$"}})
+    assert _validate(schema, {"x": "123"}) == {"x": "123"}
+    assert _problems(schema, {"x": "\u0661\u0662\u0663"}) == ["  - x: expected to match ^\\d+$"]
+    in_class = _obj({"x": {"type": "string", "pattern": "^[\\d.]+$"}})
+    assert _validate(in_class, {"x": "1.5"}) == {"x": "1.5"}
+    assert _problems(in_class, {"x": "\u0661.5"}) == ["  - x: expected to match ^[\\d.]+$"]
+    # An escaped backslash before "d" is a literal backslash and a "d".
+    literal = _obj({"x": {"type": "string", "pattern": "^a\\\\d$"}})
+    assert _validate(literal, {"x": "a\\d"}) == {"x": "a\\d"}
+
+
+def test_pattern_final_dollar_is_the_end_of_the_text() -> None:
+    # In ECMAScript (no m flag) $ does not match before a trailing newline.
+    schema = _obj({"x": {"type": "string", "pattern": "^[a-z]+$"}})
+    assert _validate(schema, {"x": "abc"}) == {"x": "abc"}
+    assert _problems(schema, {"x": "abc\n"}) == ["  - x: expected to match ^[a-z]+$"]
+    # An escaped $ and a $ in a class stay literal.
+    escaped = _obj({"x": {"type": "string", "pattern": "^a\\$"}, "y": {"pattern": "[$]"}})
+    assert _validate(escaped, {"x": "a$", "y": "$"}) == {"x": "a$", "y": "$"}
+
+
+@pytest.mark.parametrize(
+    ("schema", "value"),
+    [
+        ({"type": "number"}, "\u0661\u0662"),
+        ({"type": "integer"}, "\u0664\u0662"),
+        ({"type": "integer"}, "\u0664\u0662n"),
+        ({"type": ["number", "boolean"]}, "\u0661"),
+    ],
+)
+def test_non_ascii_digits_are_not_numbers(schema: dict[str, Any], value: str) -> None:
+    lines = _problems(_obj({"x": schema}), {"x": value})
+    assert len(lines) == 1
+    assert lines[0].startswith("  - x: expected ")
+    assert lines[0].endswith(", got string")
+
+
+@pytest.mark.parametrize(
+    ("fmt", "value"),
+    [
+        ("date", "\u0662\u0660\u0662\u0664-\u0660\u0661-\u0660\u0661"),
+        ("time", "1\u0662:00:00Z"),
+        ("date-time", "2024-01-01T10:00:0\u0660Z"),
+    ],
+)
+def test_formats_need_ascii_digits(fmt: str, value: str) -> None:
+    schema = _obj({"x": {"type": "string", "format": fmt}})
+    assert _problems(schema, {"x": value}) == [f"  - x: expected format {fmt}"]
 
 
 def test_tool_name_in_message() -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any
 
@@ -56,13 +56,36 @@ def _is_array_index(key: str) -> bool:
     return key.isdigit() and key.isascii() and str(int(key)) == key and int(key) < 2**32 - 1
 
 
-def js_stringify(value: Any) -> str:
-    """Serialize ``value`` as JavaScript's ``JSON.stringify`` would (compact, key order kept).
+def js_stringify(
+    value: Any,
+    *,
+    indent: int | None = None,
+    default: Callable[[Any], Any] | None = None,
+) -> str:
+    """Serialize ``value`` as JavaScript's ``JSON.stringify`` would (key order kept).
 
     JavaScript objects list integer-like keys first in ascending order, so those are
     reordered the same way; ints outside the exact double range are rounded like a JSON
-    parser in JavaScript would have done.
+    parser in JavaScript would have done; non-finite floats become ``null``.
+
+    Args:
+        value: JSON-like data: ``None``, bools, numbers, strings, mappings with string
+            keys, lists and tuples.
+        indent: Like ``JSON.stringify(value, null, indent)``: each member on its own line,
+            indented by this many spaces per level (at most 10), ``": "`` after keys, and
+            ``{}`` / ``[]`` for empty containers. ``None`` or ``0`` gives compact output.
+        default: Called with a value of any other type; its result is written instead.
+
+    Raises:
+        TypeError: a mapping key is not a string, or a value has another type and no
+            ``default`` is given.
     """
+    gap = " " * min(indent, 10) if indent else ""
+    return _stringify(value, gap, "\n", default)
+
+
+def _stringify(value: Any, gap: str, newline: str, default: Callable[[Any], Any] | None) -> str:
+    """``newline`` is the line break plus the indentation of the current level."""
     if value is None:
         return "null"
     if value is True:
@@ -80,15 +103,33 @@ def js_stringify(value: Any) -> str:
             return "null"  # JavaScript would have parsed it as Infinity
     if isinstance(value, float):
         return js_number(value) if math.isfinite(value) else "null"
+    inner = newline + gap
     if isinstance(value, Mapping):
         keys = list(value)
         for key in keys:
             if not isinstance(key, str):
                 raise TypeError(f"cannot write a non-string key {key!r} as JSON")
+        if not keys:
+            return "{}"
         index_keys = sorted((k for k in keys if _is_array_index(k)), key=int)
         ordered = index_keys + [k for k in keys if not _is_array_index(k)]
-        members = (f"{json.dumps(k, ensure_ascii=False)}:{js_stringify(value[k])}" for k in ordered)
-        return "{" + ",".join(members) + "}"
+        colon = ": " if gap else ":"
+        members = [
+            json.dumps(k, ensure_ascii=False) + colon + _stringify(value[k], gap, inner, default)
+            for k in ordered
+        ]
+        return _wrap("{", members, "}", gap, newline, inner)
     if isinstance(value, list | tuple):
-        return "[" + ",".join(js_stringify(item) for item in value) + "]"
+        if not value:
+            return "[]"
+        items = [_stringify(item, gap, inner, default) for item in value]
+        return _wrap("[", items, "]", gap, newline, inner)
+    if default is not None:
+        return _stringify(default(value), gap, newline, default)
     raise TypeError(f"cannot write {type(value).__name__!r} values as JSON")
+
+
+def _wrap(open_: str, parts: list[str], close: str, gap: str, newline: str, inner: str) -> str:
+    if not gap:
+        return open_ + ",".join(parts) + close
+    return open_ + inner + ("," + inner).join(parts) + newline + close

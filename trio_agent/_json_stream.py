@@ -183,7 +183,7 @@ _DONE: Final = 7  # the top-level value is complete; the rest is ignored
 _WHITESPACE: Final = " \t\n\r"
 _NUMBER_CHARS: Final = frozenset("0123456789+-.eE")
 _NUMBER_START: Final = frozenset("-0123456789")
-_NUMBER_PREFIX: Final = re.compile(r"-?\d+(\.\d+)?([eE][+-]?\d+)?")
+_NUMBER_PREFIX: Final = re.compile(r"-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?")
 _LITERALS: Final[tuple[tuple[str, Any], ...]] = (("true", True), ("false", False), ("null", None))
 _ESCAPED: Final = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 _STRING_RUN: Final = re.compile(r'[^"\\]+')
@@ -504,14 +504,20 @@ class ToolCallArgumentsStream:
     """
 
     def __init__(self) -> None:
-        self._text = ""
+        # The pieces of the text, joined only when the whole text is needed: ``+=`` on an
+        # attribute copies the text every time (CPython only extends a string in place
+        # through a local variable), which made a long argument quadratic to stream.
+        self._chunks: list[str] = []
+        self._length = 0
         self._parser = _PartialJsonParser()
         self._arguments: dict[str, Any] = {}
 
     @property
     def text(self) -> str:
         """The argument text received so far."""
-        return self._text
+        if len(self._chunks) > 1:
+            self._chunks = ["".join(self._chunks)]
+        return self._chunks[0] if self._chunks else ""
 
     @property
     def arguments(self) -> dict[str, Any]:
@@ -529,7 +535,9 @@ class ToolCallArgumentsStream:
             object). It is a new object only when the preview changed; otherwise the
             object returned last time.
         """
-        self._text += delta
+        if delta:
+            self._chunks.append(delta)
+            self._length += len(delta)
         self._parser.feed(delta)
         return self._refresh()
 
@@ -546,12 +554,13 @@ class ToolCallArgumentsStream:
             The text that was appended: the missing piece, or all of ``full_text`` after
             a restart (``""`` when nothing changed).
         """
-        if full_text.startswith(self._text):
-            delta = full_text[len(self._text) :]
+        if full_text.startswith(self.text):
+            delta = full_text[self._length :]
             if delta:
                 self.append(delta)
             return delta
-        self._text = ""
+        self._chunks = []
+        self._length = 0
         self._parser = _PartialJsonParser()
         self.append(full_text)
         return full_text
@@ -562,7 +571,7 @@ class ToolCallArgumentsStream:
         Returns:
             ``(arguments, arguments_error)``; the error is ``None`` on success.
         """
-        return parse_tool_call_arguments(self._text)
+        return parse_tool_call_arguments(self.text)
 
     def _refresh(self) -> dict[str, Any]:
         value = self._parser.snapshot()

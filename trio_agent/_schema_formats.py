@@ -12,8 +12,11 @@ from typing import Any, Final
 __all__ = ["FORMATS", "search"]
 
 
-_DATE: Final = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
-_TIME: Final = re.compile(r"(\d{2}):(\d{2}):(\d{2})(?:\.\d+)?(?:[zZ]|[+-](\d{2}):(\d{2}))?")
+# ``[0-9]``, not ``\d``: Python's ``\d`` also matches other scripts' digits ("٢٠٢٤").
+_DATE: Final = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
+_TIME: Final = re.compile(
+    r"([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.[0-9]+)?(?:[zZ]|[+-]([0-9]{2}):([0-9]{2}))?"
+)
 _EMAIL: Final = re.compile(
     r"[a-zA-Z0-9.!#$%&'*+/=?^_`{|}~-]+@[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?"
     r"(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*"
@@ -83,11 +86,55 @@ FORMATS: Final[dict[str, Callable[[str], bool]]] = {
 _NAMED_GROUP: Final = re.compile(r"\(\?<(?=[A-Za-z_])")
 
 
+def _translate(pattern: str) -> str:
+    """Rewrite the ECMAScript constructs whose :mod:`re` meaning differs silently.
+
+    * ``\\d`` is ASCII-only in ECMAScript but matches any Unicode digit in :mod:`re`: it
+      becomes ``[0-9]`` (``0-9`` inside a character class).
+    * A final ``$`` means the end of the input in ECMAScript (without the ``m`` flag) but
+      also matches before a trailing newline in :mod:`re`: it becomes ``\\Z``.
+
+    Everything else is passed through; escapes are copied whole so that ``\\\\d`` (a
+    literal backslash and ``d``) and ``\\$`` stay as they are.
+    """
+    if "\\d" not in pattern and not pattern.endswith("$"):
+        return pattern
+    out: list[str] = []
+    in_class = False
+    i = 0
+    n = len(pattern)
+    while i < n:
+        ch = pattern[i]
+        if ch == "\\" and i + 1 < n:
+            escape = pattern[i : i + 2]
+            if escape == "\\d":
+                escape = "0-9" if in_class else "[0-9]"
+            out.append(escape)
+            i += 2
+            continue
+        if in_class:
+            if ch == "]":
+                in_class = False
+        elif ch == "[":
+            in_class = True
+            # As in :mod:`re`, a ``]`` right after ``[`` or ``[^`` is a literal member.
+            start = i + 2 if pattern.startswith("[^", i) else i + 1
+            if pattern.startswith("]", start):
+                out.append(pattern[i : start + 1])
+                i = start + 1
+                continue
+        elif ch == "$" and i == n - 1:
+            ch = "\\Z"
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
 @functools.lru_cache(maxsize=512)
 def _compile_pattern(pattern: str) -> re.Pattern[str] | None:
     """Compile an ECMAScript-style pattern with :mod:`re`; ``None`` if it cannot be."""
     try:
-        return re.compile(_NAMED_GROUP.sub("(?P<", pattern))
+        return re.compile(_NAMED_GROUP.sub("(?P<", _translate(pattern)))
     except (re.error, RecursionError):
         return None
 

@@ -7,7 +7,13 @@ milliseconds, and the discriminator (``role`` for messages, ``type`` for content
 events) is always written, first. Loading is strict: unknown roles and types, unknown keys,
 missing keys and values of the wrong JSON type are errors, with one exception: the
 upstream-only keys listed in :data:`UPSTREAM_ONLY_KEYS` (fields upstream writes but
-trio_agent does not model) are dropped, so an upstream transcript loads.
+trio_agent does not model) are dropped, so an upstream transcript loads. Keys the wire
+format requires are required on load even where the Python class has a default for
+convenience (``timestamp`` on the built-in messages, ``usage`` and ``stopReason`` on
+assistant messages, ``isError`` on tool results): a line without them is malformed, and
+filling in the current time would silently falsify the transcript. Lone surrogates in
+strings are written as ``\\udXXX`` escapes, as ``JSON.stringify`` does, so the text can
+always be encoded as UTF-8.
 
 Every failure is a :class:`~trio_agent.SerializationError` whose message names the
 offending value and its JSON path (``unknown key 'bogus' in TextContent @ $.content[0]``);
@@ -50,9 +56,11 @@ from ._messages import (
     CustomAgentMessage,
     Model,
     ModelCost,
+    SystemMessage,
     ToolCall,
     ToolResultMessage,
     Usage,
+    UserMessage,
     registered_message_types,
 )
 
@@ -96,6 +104,18 @@ UPSTREAM_ONLY_KEYS: Mapping[type[Any], frozenset[str]] = types.MappingProxyType(
     }
 )
 """Upstream-only wire keys, per class, that loading silently drops."""
+
+# Reference upstream-ai.md §1.2: wire keys that are not optional upstream but have a
+# default in the Python classes (so that code can build messages tersely). Loading
+# requires them; in field order, so errors list them as the class declares them.
+_REQUIRED_ON_LOAD: Mapping[type[Any], tuple[str, ...]] = types.MappingProxyType(
+    {
+        SystemMessage: ("timestamp",),
+        UserMessage: ("timestamp",),
+        AssistantMessage: ("usage", "stopReason", "timestamp"),
+        ToolResultMessage: ("isError", "timestamp"),
+    }
+)
 
 
 class _SchemaError(ValueError):
@@ -211,6 +231,7 @@ def _attrs_structure_factory(cls: type[Any], conv: cattrs.Converter) -> Callable
     }
     inner = make_dict_structure_fn(cls, conv, _cattrs_forbid_extra_keys=True, **renames)
     dropped = UPSTREAM_ONLY_KEYS.get(cls, frozenset())
+    required = _REQUIRED_ON_LOAD.get(cls, ())
 
     def structure(data: Any, _: Any) -> Any:
         if not isinstance(data, dict):
@@ -219,7 +240,19 @@ def _attrs_structure_factory(cls: type[Any], conv: cattrs.Converter) -> Callable
             )
         if dropped and not dropped.isdisjoint(data):
             data = {key: value for key, value in data.items() if key not in dropped}
-        return inner(data, cls)
+        errors: list[Exception] = [
+            _SchemaError(f"missing key {key!r}") for key in required if key not in data
+        ]
+        if not errors:
+            return inner(data, cls)
+        # Report the other problems of the object too, as for any other missing key.
+        try:
+            inner(data, cls)
+        except Exception as exc:
+            errors.append(exc)
+        if len(errors) == 1:
+            raise errors[0]
+        raise ExceptionGroup(f"while structuring {cls.__name__}", errors)
 
     return structure
 
@@ -487,11 +520,22 @@ def _loads(text: str | bytes) -> Any:
     return json.loads(text, parse_constant=_reject_constant)
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _escape_surrogate(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
 def _dumps(data: Any) -> str:
     try:
-        return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise SerializationError(f"cannot serialize: {exc}") from None
+    # A Python str may hold lone surrogates (from a ``\udXXX`` escape in the model's JSON,
+    # or from ``surrogateescape``); UTF-8 cannot encode them. They can only occur inside
+    # JSON strings, where an escape is valid: write them as JSON.stringify does.
+    return _LONE_SURROGATE.sub(_escape_surrogate, text)
 
 
 # ---------------------------------------------------------------------------------------
@@ -616,7 +660,9 @@ def _read_lines(file: IO[str]) -> list[AgentMessage]:
         if _WHITESPACE.fullmatch(line):
             continue
         try:
-            data = _loads(line)
+            # Without the line end: an error at the end of the line would otherwise be
+            # reported at column 1 of the (non-existent) next line.
+            data = _loads(line.rstrip("\r\n"))
         except json.JSONDecodeError as exc:
             raise SerializationError(
                 f"line {lineno}: invalid JSON: {exc.msg} at column {exc.colno}"

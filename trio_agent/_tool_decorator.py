@@ -79,7 +79,23 @@ def _type_repr(annotation: Any) -> str:
 # ---------------------------------------------------------------------------------------
 # Docstrings (Google style)
 
-_SECTION_HEADER = re.compile(r"^([A-Z][A-Za-z ]*):\s*$")
+# Only the Google-style section names end the description: a free-text line such as
+# "Supported units:" is part of it.
+_SECTION_NAMES = frozenset(
+    {
+        *("Args", "Arguments", "Parameters", "Params"),
+        "Attributes",
+        *("Returns", "Return"),
+        "Raises",
+        *("Yields", "Yield"),
+        *("Example", "Examples"),
+        *("Note", "Notes"),
+        *("Warning", "Warnings"),
+        "See Also",
+        "Todo",
+    }
+)
+_SECTION_HEADER = re.compile(r"^(" + "|".join(sorted(_SECTION_NAMES)) + r"):\s*$")
 _PARAMETER_SECTIONS = frozenset({"Args", "Arguments", "Parameters", "Params"})
 _ENTRY = re.compile(r"^\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
 
@@ -88,8 +104,10 @@ def _parse_docstring(doc: str | None, section_names: frozenset[str]) -> tuple[st
     """Split a cleaned docstring into its description and the entries of one section kind.
 
     The description is the text before the first section header (summary and extended
-    description, paragraphs kept). Entries are ``name (type): text`` lines of a section
-    named in ``section_names``; more-indented lines continue the entry.
+    description, paragraphs kept); a header is a known Google-style section name (see
+    ``_SECTION_NAMES``) followed by a colon, alone on an unindented line. Entries are
+    ``name (type): text`` lines of a section named in ``section_names``; more-indented
+    lines continue the entry.
     """
     if not doc:
         return "", {}
@@ -245,6 +263,12 @@ def _attrs_spec(cls: type[Any], building: tuple[type[Any], ...]) -> _Spec:
         if unknown:
             names = ", ".join(repr(key) for key in unknown)
             raise ToolArgumentsError(f"unknown field(s) {names} for {cls.__name__}")
+        # Checked here, not left to ``cls(...)``: its TypeError would not be an argument
+        # error (arguments that skipped validation reach this point too).
+        missing = [key for key in required if key not in value]
+        if missing:
+            names = ", ".join(repr(key) for key in missing)
+            raise ToolArgumentsError(f"missing field(s) {names} for {cls.__name__}")
         return cls(**{key: converters[key](item) for key, item in value.items()})
 
     return _Spec(schema, convert)
@@ -462,8 +486,8 @@ def tool(
     ``required`` lists the parameters without defaults) built from the annotations,
     resolved with :func:`typing.get_type_hints` (so module-level names only); see the
     module documentation for the supported annotations. The docstring's text before its
-    first section becomes the description; ``Args:`` entries become the properties'
-    ``description``.
+    first Google-style section (``Args:``, ``Returns:``, ``Raises:``, ``Note:``, ...)
+    becomes the description; ``Args:`` entries become the properties' ``description``.
 
     Two parameters are injected by ``execute`` rather than declared to the model: one
     annotated :class:`~trio_agent.AbortSignal` receives the run's signal, and one annotated

@@ -14,7 +14,8 @@ use: boolean schemas, ``type`` (also lists), ``enum``, ``const``, ``properties``
 ``maxItems`` / ``uniqueItems``, ``minProperties`` / ``maxProperties`` and local
 ``$ref`` (``#``, ``#/$defs/...``, ``#/definitions/...``, any JSON Pointer into the root).
 Other keywords are ignored. ``pattern`` and ``patternProperties`` use Python's :mod:`re`
-(searching, like ECMAScript's ``test``).
+(searching, like ECMAScript's ``test``), with ``\\d`` read as ``[0-9]`` and a final ``$``
+as the end of the text, as in ECMAScript.
 """
 
 from __future__ import annotations
@@ -83,7 +84,11 @@ def validate_tool_arguments(tool: AgentTool, tool_call: ToolCall) -> dict[str, A
     if not errors:
         return value  # type: ignore[no-any-return]  # the root schema is an object schema
     lines = "\n".join(f"  - {_dotted(path)}: {message}" for path, message, _ in errors)
-    received = json.dumps(tool_call.arguments, indent=2, ensure_ascii=False, default=str)
+    # As upstream's JSON.stringify(args, null, 2): numbers in JavaScript form (1.0 -> 1).
+    try:
+        received = js_stringify(tool_call.arguments, indent=2, default=str)
+    except TypeError:  # a non-string key, which JSON text from a provider cannot have
+        received = json.dumps(tool_call.arguments, indent=2, ensure_ascii=False, default=str)
     raise ToolArgumentsError(
         f'Validation failed for tool "{tool.name}":\n{lines}\n\nReceived arguments:\n{received}'
     )
@@ -161,9 +166,11 @@ def _json_equal(a: Any, b: Any) -> bool:
     return type(a) is type(b) and bool(a == b)
 
 
-_NUMERIC: Final = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
-_INTEGER_TEXT: Final = re.compile(r"[+-]?\d+")
-_BIGINT_TEXT: Final = re.compile(r"([+-]?\d+)n")
+# ``[0-9]``, not ``\d``: JavaScript's ``Number("١٢")`` is NaN, while Python's ``\d`` (and
+# ``int``/``float``) accept the digits of every script.
+_NUMERIC: Final = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_INTEGER_TEXT: Final = re.compile(r"[+-]?[0-9]+")
+_BIGINT_TEXT: Final = re.compile(r"([+-]?[0-9]+)n")
 _MAX_SAFE_INTEGER: Final = 2**53 - 1
 
 
@@ -333,7 +340,12 @@ class _Schema:
                 token = token.replace("~1", "/").replace("~0", "~")
                 if isinstance(node, dict) and token in node:
                     node = node[token]
-                elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+                elif (
+                    isinstance(node, list)
+                    and token.isascii()
+                    and token.isdigit()
+                    and int(token) < len(node)
+                ):
                     node = node[int(token)]
                 else:
                     return _UNSET
