@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 from typing import Any
 
+import pytest
 import trio
 import trio.testing
 from test_loop import assert_grammar
@@ -237,3 +239,49 @@ async def test_a_failure_after_a_listener_failed_on_an_update_is_still_reported(
     assert last.role == "assistant"
     assert agent.state.error_message == "stream broke"
     assert agent.state.is_streaming is False
+
+
+async def test_bad_input_is_rejected_naming_the_value() -> None:
+    faux = FauxProvider([faux_assistant_message("never")])
+    agent = Agent(AgentInitialState(model=faux.get_model()), stream_fn=faux.stream_fn)
+    expected = (
+        "expected a message (SystemMessage, UserMessage, AssistantMessage, ToolResultMessage "
+        "or a class registered with register_message_type), got "
+    )
+    with pytest.raises(TypeError, match=re.escape(f"prompt(): {expected}42")):
+        await agent.prompt(42)  # type: ignore[arg-type]  # the point of the test
+    bad = {"role": "user", "content": "hi"}
+    with pytest.raises(TypeError, match=re.escape(f"prompt(): {expected}{bad!r}")):
+        await agent.prompt([bad])  # type: ignore[list-item]  # the point of the test
+    with pytest.raises(TypeError, match=re.escape(f"steer(): {expected}'hi'")):
+        agent.steer("hi")  # type: ignore[arg-type]  # the point of the test
+    with pytest.raises(TypeError, match=re.escape(f"follow_up(): {expected}None")):
+        agent.follow_up(None)  # type: ignore[arg-type]  # the point of the test
+    with pytest.raises(TypeError, match=r"^prompt\(\): images must be ImageContent, got 'x'$"):
+        await agent.prompt("hi", images=["x"])  # type: ignore[list-item]  # the point of the test
+    assert agent.state.messages == []
+    assert not agent.has_queued_messages()
+    assert faux.state.call_count == 0
+
+
+def test_bad_options_and_listeners_are_rejected_naming_the_value() -> None:
+    faux = FauxProvider()
+    model = faux.get_model()
+    with pytest.raises(ValueError, match=r"^queue mode must be 'all' or 'one-at-a-time', not 'x'$"):
+        Agent(AgentInitialState(model=model), stream_fn=faux.stream_fn, steering_mode="x")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"^tool_execution must be 'sequential' or 'parallel'"):
+        Agent(AgentInitialState(model=model), stream_fn=faux.stream_fn, tool_execution="x")  # type: ignore[arg-type]
+    agent = Agent(AgentInitialState(model=model), stream_fn=faux.stream_fn)
+    with pytest.raises(TypeError, match=r"^listener must be callable, got None$"):
+        agent.subscribe(None)  # type: ignore[arg-type]  # the point of the test
+    with pytest.raises(TypeError, match=r"must accept \(event\) or \(event, signal\), not 0"):
+        agent.subscribe(lambda: None)
+    with pytest.raises(TypeError, match=r"must accept \(event\) or \(event, signal\), not 3"):
+        agent.subscribe(lambda a, b, c: None)
+    with pytest.raises(TypeError, match=r"required keyword-only parameter 'event'"):
+        agent.subscribe(lambda *, event: None)
+    # Accepted shapes.
+    agent.subscribe(lambda event: None)
+    agent.subscribe(lambda event, signal: None)
+    agent.subscribe(lambda event, signal=None, extra=1: None)
+    agent.subscribe(lambda *args: None)

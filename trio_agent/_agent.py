@@ -46,7 +46,9 @@ from ._messages import (
     TextContent,
     ThinkingLevel,
     ToolExecutionMode,
+    ToolResultMessage,
     UserMessage,
+    registered_message_types,
 )
 from ._streaming import ProviderResponse, StreamFn, Transport, get_default_stream_fn
 from ._tools import AgentTool, AgentToolResult
@@ -245,20 +247,51 @@ class _Listener:
 
 
 def _takes_signal(fn: AgentListener) -> bool:
+    """Whether ``fn`` is called as ``(event, signal)`` rather than ``(event)``.
+
+    Raises:
+        TypeError: ``fn`` is not callable, or cannot be called with one or two
+            positional arguments.
+    """
+    if not callable(fn):
+        raise TypeError(f"listener must be callable, got {fn!r}")
     try:
         parameters = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):  # builtins without a signature: give both
         return True
-    positional = 0
+    positional = required = 0
+    empty = inspect.Parameter.empty
     for parameter in parameters:
-        if parameter.kind is inspect.Parameter.VAR_POSITIONAL:
-            return True
-        if parameter.kind in (
-            inspect.Parameter.POSITIONAL_ONLY,
-            inspect.Parameter.POSITIONAL_OR_KEYWORD,
-        ):
+        kind = parameter.kind
+        if kind is inspect.Parameter.VAR_POSITIONAL:
+            return required <= 2
+        if kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
             positional += 1
+            required += parameter.default is empty
+        elif kind is inspect.Parameter.KEYWORD_ONLY and parameter.default is empty:
+            raise TypeError(
+                f"listener {fn!r} has a required keyword-only parameter {parameter.name!r}; "
+                "listeners are called as (event) or (event, signal)"
+            )
+    if positional == 0 or required > 2:
+        raise TypeError(
+            f"listener {fn!r} must accept (event) or (event, signal), "
+            f"not {positional} positional parameter(s)"
+        )
     return positional >= 2
+
+
+_MESSAGE_CLASSES = (SystemMessage, UserMessage, AssistantMessage, ToolResultMessage)
+
+
+def _check_message(value: object, where: str) -> AgentMessage:
+    """``value`` if it is a message the transcript can hold, else a ``TypeError``."""
+    if isinstance(value, _MESSAGE_CLASSES) or type(value) in registered_message_types().values():
+        return value  # type: ignore[return-value]  # checked just above
+    raise TypeError(
+        f"{where}: expected a message (SystemMessage, UserMessage, AssistantMessage, "
+        f"ToolResultMessage or a class registered with register_message_type), got {value!r}"
+    )
 
 
 @attrs.define(eq=False)
@@ -367,8 +400,14 @@ class Agent:
         self.transport: Transport = transport
         self.max_retry_delay_ms = max_retry_delay_ms
         self.tool_execution: ToolExecutionMode = tool_execution
-        self._steering = _Queue(steering_mode)
-        self._follow_up = _Queue(follow_up_mode)
+        if tool_execution not in ("sequential", "parallel"):
+            raise ValueError(
+                f"tool_execution must be 'sequential' or 'parallel', not {tool_execution!r}"
+            )
+        if transport not in ("sse", "websocket", "auto"):
+            raise ValueError(f"transport must be 'sse', 'websocket' or 'auto', not {transport!r}")
+        self._steering = _Queue(_check_mode(steering_mode))
+        self._follow_up = _Queue(_check_mode(follow_up_mode))
         self._listeners: list[_Listener] = []
         self._open_tools: dict[str, str] = {}  # tool-call id -> name, started not ended
         self._turn_open = False
@@ -388,6 +427,10 @@ class Agent:
         signature) and may be a plain function or ``async def``. Listeners are awaited in
         subscription order after the event was reduced into :attr:`state`; subscribing the
         same function twice has no effect. A listener that raises fails the run.
+
+        Raises:
+            TypeError: ``listener`` is not callable with ``(event)`` or
+                ``(event, signal)``.
         """
         for existing in self._listeners:
             if existing.fn is listener:
@@ -450,12 +493,20 @@ class Agent:
         self._follow_up.mode = _check_mode(mode)
 
     def steer(self, message: AgentMessage) -> None:
-        """Queue a message delivered after the current turn's tool calls (any time)."""
-        self._steering.items.append(message)
+        """Queue a message delivered after the current turn's tool calls (any time).
+
+        Raises:
+            TypeError: ``message`` is not a message.
+        """
+        self._steering.items.append(_check_message(message, "steer()"))
 
     def follow_up(self, message: AgentMessage) -> None:
-        """Queue a message delivered when the agent would otherwise stop (any time)."""
-        self._follow_up.items.append(message)
+        """Queue a message delivered when the agent would otherwise stop (any time).
+
+        Raises:
+            TypeError: ``message`` is not a message.
+        """
+        self._follow_up.items.append(_check_message(message, "follow_up()"))
 
     def clear_steering_queue(self) -> None:
         """Drop queued steering messages (also drained ones not yet delivered)."""
@@ -546,7 +597,10 @@ class Agent:
         messages: list[AgentMessage]
         if isinstance(input, str):
             content: list[TextContent | ImageContent] = [TextContent(text=input)]
-            content.extend(images or [])
+            for image in images or ():
+                if not isinstance(image, ImageContent):
+                    raise TypeError(f"prompt(): images must be ImageContent, got {image!r}")
+                content.append(image)
             messages = [UserMessage(content=content)]
         elif isinstance(input, list):
             messages = input
@@ -554,6 +608,8 @@ class Agent:
             messages = [*input]
         else:
             messages = [input]
+        for message in messages:
+            _check_message(message, "prompt()")
         await self._run_prompt(messages, skip_initial_steering_poll=False)
 
     async def continue_(self) -> None:
