@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import os
@@ -16,6 +17,7 @@ import pytest
 import trio
 import trio.testing
 
+import trio_agent
 from trio_agent import (
     AbortController,
     AgentEvent,
@@ -23,14 +25,16 @@ from trio_agent import (
     AssistantMessage,
     LlmContext,
     Message,
+    MessageUpdateEvent,
     StreamOptions,
     TextContent,
+    TextDeltaEvent,
     ToolCall,
     ToolResultMessage,
     UserMessage,
     content_text,
 )
-from trio_agent._cli import UsageError, build_parser, main, run_program
+from trio_agent._cli import Renderer, UsageError, build_parser, main, read_lines, run_program
 from trio_agent._demo import (
     DEMO_TOOLS,
     DemoModel,
@@ -166,12 +170,20 @@ def test_main_help_and_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
     )
 
 
+def test_main_version(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--version"]) == 0
+    captured = capsys.readouterr()
+    assert (captured.out, captured.err) == (f"trio-agent {trio_agent.__version__}\n", "")
+    assert trio_agent.__version__ == "0.1.0"
+
+
 def test_main_unknown_model_is_named(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "--model", "openai/gpt-9", "hi"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("usage: trio-agent")
+    # Reported like argparse's own errors: through the subcommand's parser.
+    assert err.startswith("usage: trio-agent run [-h] ")
     assert err.splitlines()[-1] == (
-        "trio-agent: error: unknown model 'openai/gpt-9'; known openai models: gpt-4o, "
+        "trio-agent run: error: unknown model 'openai/gpt-9'; known openai models: gpt-4o, "
         "gpt-4o-mini, gpt-4.1, gpt-4.1-mini, gpt-4.1-nano, o3, o3-mini, o4-mini, gpt-5, "
         "gpt-5-mini, gpt-5-nano (for a model of an OpenAI-compatible server also pass "
         "--base-url URL)"
@@ -192,6 +204,51 @@ async def test_unknown_provider_is_named() -> None:
 async def test_provider_options_need_a_model(option: list[str]) -> None:
     with pytest.raises(UsageError, match=f"^{option[0]} needs --model PROVIDER/ID$"):
         await _run(["run", *option, "hi"])
+
+
+def test_main_reports_later_usage_errors_through_the_subcommand(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["chat", "--api", "openai-responses"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("usage: trio-agent chat [-h] ")
+    assert captured.err.endswith("\ntrio-agent chat: error: --api needs --model PROVIDER/ID\n")
+
+
+async def test_unknown_faux_model_is_named() -> None:
+    with pytest.raises(UsageError) as caught:
+        await _run(["run", "--model", "faux/other", "hi"])
+    assert str(caught.value) == "unknown model 'other' for provider 'faux' (known: demo)"
+
+
+def test_main_unknown_faux_model(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--model", "faux/other", "hi"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.endswith(
+        "\ntrio-agent run: error: unknown model 'other' for provider 'faux' (known: demo)\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "url", ["localhost:11434/v1", "127.0.0.1:8080", "ftp://example.com/v1", "http://", "/v1"]
+)
+def test_main_base_url_needs_an_http_scheme(url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--model", "ollama/llama3.2", "--base-url", url, "hi"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("usage: trio-agent run [-h] ")
+    assert captured.err.endswith(
+        "\ntrio-agent run: error: argument --base-url: expected an http:// or https:// URL "
+        f"(e.g. http://localhost:11434/v1), got {url!r}\n"
+    )
+
+
+@pytest.mark.parametrize("url", ["http://localhost:11434/v1", "HTTPS://example.com"])
+def test_base_url_with_an_http_scheme_is_accepted(url: str) -> None:
+    args = build_parser().parse_args(["run", "--model", "x/y", "--base-url", url, "hi"])
+    assert args.base_url == url
 
 
 async def test_explicit_demo_model(autojump_clock: trio.abc.Clock) -> None:
@@ -317,11 +374,72 @@ async def test_bad_session_file_is_a_usage_error(tmp_path: Path) -> None:
         await _run(["run", "--session", str(session), "hi"])
 
 
-async def test_unwritable_session_exits_1(tmp_path: Path, autojump_clock: trio.abc.Clock) -> None:
+async def test_session_in_a_missing_directory_is_a_usage_error(tmp_path: Path) -> None:
     session = tmp_path / "missing-dir" / "s.jsonl"
+    with pytest.raises(UsageError) as caught:
+        await _run(["run", "--session", str(session), "hello"])
+    assert str(caught.value) == (
+        f"cannot write session {str(session)!r}: "
+        f"directory {str(tmp_path / 'missing-dir')!r} does not exist"
+    )
+
+
+async def test_session_under_a_file_is_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("", encoding="utf-8")
+    session = tmp_path / "notes.txt" / "s.jsonl"
+    with pytest.raises(UsageError) as caught:
+        await _run(["chat", "--session", str(session)])
+    assert str(caught.value) == (
+        f"cannot write session {str(session)!r}: "
+        f"directory {str(tmp_path / 'notes.txt')!r} is not a directory"
+    )
+
+
+async def test_session_in_a_read_only_directory_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Patched rather than chmod-ed: a superuser may write to any directory.
+    checked: list[tuple[str, int]] = []
+
+    def access(path: str | os.PathLike[str], mode: int) -> bool:
+        checked.append((os.fspath(path), mode))
+        return False
+
+    monkeypatch.setattr(os, "access", access)
+    session = tmp_path / "s.jsonl"
+    with pytest.raises(UsageError) as caught:
+        await _run(["run", "--session", str(session), "hello"])
+    assert str(caught.value) == (
+        f"cannot write session {str(session)!r}: directory {str(tmp_path)!r} is not writable"
+    )
+    assert checked == [(str(tmp_path), os.W_OK)]
+
+
+def test_main_session_usage_error_comes_before_the_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    session = tmp_path / "missing-dir" / "s.jsonl"
+    assert main(["run", "--session", str(session), WEATHER_PROMPT]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""  # nothing ran
+    assert captured.err.endswith(
+        f"\ntrio-agent run: error: cannot write session {str(session)!r}: "
+        f"directory {str(session.parent)!r} does not exist\n"
+    )
+
+
+@POSIX_ONLY
+async def test_unwritable_session_exits_1_naming_the_session(
+    tmp_path: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    session = tmp_path / "s.jsonl"
+    (tmp_path / "s.jsonl.tmp").mkdir()  # the write of the temporary file fails
     status, out, err = await _run(["run", "--session", str(session), "hello"])
     assert (status, out) == (1, HELLO_OUT)
-    assert err.startswith(f"trio-agent: error: cannot write session {str(session)!r}: ")
+    assert err == (
+        f"trio-agent: error: cannot write session {str(session)!r}: {os.strerror(errno.EISDIR)}\n"
+    )
+    assert not session.exists()
 
 
 # ---------------------------------------------------------------------------------------
@@ -353,10 +471,22 @@ async def test_chat_ends_at_end_of_input_and_quit(autojump_clock: trio.abc.Clock
 
 async def test_chat_steers_the_running_agent(autojump_clock: trio.abc.Clock) -> None:
     send, receive = trio.open_memory_channel[str](0)
-    result: list[tuple[int, str, str]] = []
+    terminal = io.StringIO()  # stdout and stderr on one terminal, as a user sees them
+    statuses: list[int] = []
 
     async def chat() -> None:
-        result.append(await _run(["chat"], lines=receive, interactive=True))
+        args = build_parser().parse_args(["chat"])
+        statuses.append(
+            await run_program(
+                args,
+                stdin=io.StringIO(),
+                stdout=terminal,
+                stderr=terminal,
+                handle_signals=False,
+                lines=receive,
+                interactive=True,
+            )
+        )
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(chat)
@@ -365,10 +495,45 @@ async def test_chat_steers_the_running_agent(autojump_clock: trio.abc.Clock) -> 
         await send.send(WEATHER_PROMPT + "\n")
         await trio.sleep(5)
         await send.aclose()
-    [(status, out, err)] = result
-    assert status == 0
-    assert out == HELLO_OUT + WEATHER_OUT
-    assert err == "> " + f"[steer] {WEATHER_PROMPT}\n" + WEATHER_ERR + "> "
+    assert statuses == [0]
+    before, steer, after = terminal.getvalue().partition(f"[steer] {WEATHER_PROMPT}\n")
+    # The acknowledgement interrupts the answer on a line of its own; the answer goes on.
+    assert steer
+    assert before.startswith("> ") and before.endswith("\n")
+    head = before[2:-1]
+    assert 0 < len(head) < len(HELLO_OUT) - 1 and HELLO_OUT.startswith(head)
+    assert after == (
+        HELLO_OUT[len(head) :]
+        + "Let me check the weather in Paris.\n"
+        + WEATHER_ERR
+        + "The weather in Paris: partly cloudy, 18 degrees Celsius, wind 11 km/h (demo data).\n"
+        + "> "
+    )
+
+
+def _text_delta(delta: str) -> MessageUpdateEvent:
+    partial = AssistantMessage(content=[], api="faux", provider="faux", model="demo")
+    update = TextDeltaEvent(content_index=0, delta=delta, partial=partial)
+    return MessageUpdateEvent(message=partial, assistant_message_event=update)
+
+
+def test_notice_after_terminal_input_needs_no_extra_line_break() -> None:
+    terminal = io.StringIO()
+    renderer = Renderer(terminal, terminal, json_lines=False)
+    renderer(_text_delta("Hel"))
+    renderer.input_line_ended()  # the echo of Enter started a new line
+    renderer.notice("[steer] a")
+    renderer(_text_delta("lo"))
+    renderer.notice("[steer] b")  # text came after the Enter: break the line first
+    assert terminal.getvalue() == "Hel[steer] a\nlo\n[steer] b\n"
+
+
+async def test_read_lines_reports_each_line_before_sending_it() -> None:
+    send, receive = trio.open_memory_channel[str](10)
+    seen: list[str] = []
+    await read_lines(io.StringIO("a\nb\n"), send, lambda: seen.append(f"read {len(seen)}"))
+    assert seen == ["read 0", "read 1"]
+    assert [line async for line in receive] == ["a\n", "b\n"]
 
 
 async def test_chat_quit_while_running_aborts(autojump_clock: trio.abc.Clock) -> None:
@@ -514,7 +679,7 @@ def test_python_m_bad_model() -> None:
         env=_subprocess_env(),
     )
     assert (result.returncode, result.stdout) == (2, "")
-    assert "trio-agent: error: unknown model 'nope/thing'" in result.stderr
+    assert "\ntrio-agent run: error: unknown model 'nope/thing'" in result.stderr
 
 
 def test_transcript_shape_of_a_weather_run(tmp_path: Path) -> None:

@@ -10,6 +10,10 @@ Conventions (in the Markdown source):
   stdout of the Python block before it.
 - ``async def test_*`` functions a block defines are run like pytest-trio would, with a
   ``MockClock(autojump_threshold=0)`` for an ``autojump_clock`` parameter.
+
+The Python blocks of the README and the guide must also pass ``mypy --strict``: the
+runnable ones as their page runs them, and every block (skipped ones too) on its own, as
+a reader would copy it.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import functools
 import inspect
 import io
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +34,7 @@ import trio.testing
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ["docs/guide.md", "docs/index.md", "README.md"]
+TYPED_PAGES = ["docs/guide.md", "README.md"]
 
 _FENCE = re.compile(r"^(`{3,})\s*([\w{}-]*)")
 _SKIP = re.compile(r"^(?:%\s*skip\b|<!--\s*skip\b)")
@@ -131,7 +136,7 @@ def test_page_examples(page: str) -> None:
 
 @pytest.mark.parametrize(
     ("page", "runnable", "with_output"),
-    [("docs/guide.md", 10, 9), ("docs/index.md", 1, 1), ("README.md", 1, 1)],
+    [("docs/guide.md", 11, 10), ("docs/index.md", 1, 1), ("README.md", 1, 1)],
 )
 def test_pages_have_the_expected_examples(page: str, runnable: int, with_output: int) -> None:
     # A broken marker would silently drop examples or their output checks; pin the counts.
@@ -163,3 +168,55 @@ def test_a_wrong_output_fails(tmp_path: Path) -> None:
     page.write_text("```python\nprint('real')\n```\n% output\n```text\nclaimed\n```\n")
     with pytest.raises(AssertionError, match=r"^output of page\.md:1"):
         run_page(page)
+
+
+# ---------------------------------------------------------------------------------------
+# Type checking
+
+
+MypyRun = Callable[[list[str]], tuple[str, str, int]]
+
+
+@pytest.fixture(scope="module")
+def mypy_strict(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MypyRun]:
+    """``mypy --strict`` with the project's configuration and a cache shared by the tests
+    of this module; returns ``(stdout, stderr, status)``."""
+    # Imported here: the type checker is a development tool, not a test requirement.
+    run: MypyRun = pytest.importorskip("mypy.api").run
+    cache = tmp_path_factory.mktemp("mypy-cache")
+    config = ROOT / "pyproject.toml"
+
+    def mypy_strict(arguments: list[str]) -> tuple[str, str, int]:
+        common = ["--config-file", str(config), "--strict", "--cache-dir", str(cache)]
+        return run([*common, *arguments])
+
+    yield mypy_strict
+
+
+@pytest.mark.parametrize("page", TYPED_PAGES)
+def test_page_examples_type_check(page: str, tmp_path: Path, mypy_strict: MypyRun) -> None:
+    found = examples((ROOT / page).read_text(encoding="utf-8"))
+    source = tmp_path / f"docs_{Path(page).stem.lower()}.py"
+    source.write_text("".join(example.code for example in found), encoding="utf-8")
+    # The page's blocks run one after the other in one namespace, and several define their
+    # own ``main``: a redefinition is what the reader does, not a mistake.
+    result = mypy_strict(["--disable-error-code", "no-redef", str(source)])
+    assert result == ("Success: no issues found in 1 source file\n", "", 0)
+
+
+@pytest.mark.parametrize("page", TYPED_PAGES)
+def test_every_block_stands_alone(page: str, tmp_path: Path, mypy_strict: MypyRun) -> None:
+    # Each block, skipped ones included, must work when copied on its own: its imports
+    # complete (mypy reports an undefined name) and its types right.
+    blocks = [
+        block
+        for block in parse_blocks((ROOT / page).read_text(encoding="utf-8"))
+        if block.language == "python"
+    ]
+    sources: list[str] = []
+    for block in blocks:
+        source = tmp_path / f"{Path(page).stem.lower()}_line{block.line}.py"
+        source.write_text(block.code, encoding="utf-8")
+        sources.append(str(source))
+    result = mypy_strict(sources)
+    assert result == (f"Success: no issues found in {len(sources)} source files\n", "", 0)

@@ -11,6 +11,8 @@ answer. With ``--json`` stdout holds every agent event as one JSON line instead.
 
 Exit status: 0 on success, 1 when the last assistant message is an error (or the
 session file cannot be written), 2 for usage errors, 130 when interrupted (Ctrl-C).
+Usage errors found after parsing (an unknown model, an unreadable session file, ...) are
+reported like argparse's own, through the subcommand's parser.
 """
 
 from __future__ import annotations
@@ -25,12 +27,14 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO, get_args
+from urllib.parse import urlsplit
 
 import attrs
 import trio
 
+from . import __version__
 from ._agent import Agent, AgentInitialState
-from ._demo import DEMO_SYSTEM_PROMPT, DEMO_TOOLS, DemoModel
+from ._demo import DEMO_MODEL_ID, DEMO_SYSTEM_PROMPT, DEMO_TOOLS, DemoModel
 from ._events import (
     AgentEvent,
     MessageEndEvent,
@@ -66,6 +70,7 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 
 _CUSTOM_APIS = ("openai-completions", "anthropic-messages", "openai-responses")
+_DEMO_PROVIDER = "faux"
 _CUSTOM_CONTEXT_WINDOW = 128_000
 _CUSTOM_MAX_TOKENS = 8_192
 _MAX_RESULT_CHARS = 200
@@ -73,6 +78,10 @@ _MAX_RESULT_CHARS = 200
 
 class UsageError(Exception):
     """A command line that cannot run (reported like argparse errors, exit status 2)."""
+
+
+_COMMAND_PARSER = "_command_parser"
+"""Namespace attribute holding the subcommand's parser (which reports usage errors)."""
 
 
 # ---------------------------------------------------------------------------------------
@@ -99,6 +108,18 @@ def _model_spec(text: str) -> ModelSpec:
     return ModelSpec(provider=provider, model_id=model_id)
 
 
+def _base_url(text: str) -> str:
+    try:
+        parts = urlsplit(text)
+    except ValueError:  # e.g. an unbalanced "[" in the host
+        parts = None
+    if parts is None or parts.scheme.lower() not in ("http", "https") or not parts.netloc:
+        raise argparse.ArgumentTypeError(
+            f"expected an http:// or https:// URL (e.g. http://localhost:11434/v1), got {text!r}"
+        )
+    return text
+
+
 def _positive_float(text: str) -> float:
     try:
         value = float(text)
@@ -123,6 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
             "second Ctrl-C exits (status 130)."
         ),
     )
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     common = argparse.ArgumentParser(add_help=False)
     model = common.add_argument_group("model")
     model.add_argument(
@@ -135,6 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     model.add_argument(
         "--base-url",
+        type=_base_url,
         metavar="URL",
         help="the API base URL, e.g. http://localhost:11434/v1 for Ollama",
     )
@@ -181,7 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
         "run", parents=[common], help="run one prompt", description="Run one prompt."
     )
     run.add_argument("prompt", metavar="PROMPT", help="the user message")
-    commands.add_parser(
+    chat = commands.add_parser(
         "chat",
         parents=[common],
         help="read prompts from stdin, one per line",
@@ -190,6 +213,8 @@ def build_parser() -> argparse.ArgumentParser:
             "exits. On a terminal, lines typed while the agent works steer the run."
         ),
     )
+    for command in (run, chat):
+        command.set_defaults(**{_COMMAND_PARSER: command})
     return parser
 
 
@@ -245,14 +270,14 @@ class Renderer:
             self.stdout.flush()
             self._at_line_start = True
 
-    def notice(self, line: str, *, after_input: bool = False) -> None:
-        """Write one line to stderr, after ending a pending stdout line.
+    def input_line_ended(self) -> None:
+        """The user pressed Enter on the terminal: its echo moved the cursor to the start
+        of a line, so a notice printed now needs no line break of its own (text streamed
+        after this point does)."""
+        self._at_line_start = True
 
-        ``after_input``: the user just pressed Enter on the terminal, so the cursor is
-        already at the start of a line and the streamed text must not be split.
-        """
-        if after_input:
-            self._at_line_start = True
+    def notice(self, line: str) -> None:
+        """Write one line to stderr, after ending a pending stdout line."""
         self.end_line()
         self.stderr.write(line + "\n")
         self.stderr.flush()
@@ -309,7 +334,7 @@ def _unknown_model_message(spec: ModelSpec, models: Models) -> str:
     providers = ", ".join(sorted({model.provider for model in models.get_models()}))
     return (
         f"unknown model {str(spec)!r}: no provider {spec.provider!r} in the catalog "
-        f"(known: faux, {providers}); {hint}"
+        f"(known: {_DEMO_PROVIDER}, {providers}); {hint}"
     )
 
 
@@ -338,11 +363,19 @@ def _check_options(args: argparse.Namespace) -> None:
         ):
             if value is not None:
                 raise UsageError(f"{option} needs --model PROVIDER/ID")
+        return
+    spec: ModelSpec = args.model
+    if spec.provider == _DEMO_PROVIDER and spec.model_id != DEMO_MODEL_ID and not args.base_url:
+        # The built-in provider is not in the catalog: name its one model.
+        raise UsageError(
+            f"unknown model {spec.model_id!r} for provider {_DEMO_PROVIDER!r} "
+            f"(known: {DEMO_MODEL_ID})"
+        )
 
 
 def _is_demo(args: argparse.Namespace) -> bool:
     spec: ModelSpec | None = args.model
-    return spec is None or (spec.provider == "faux" and spec.model_id == "demo")
+    return spec is None or (spec.provider == _DEMO_PROVIDER and spec.model_id == DEMO_MODEL_ID)
 
 
 class Program:
@@ -427,15 +460,22 @@ class Program:
         temporary = session.with_name(session.name + ".tmp")
 
         def write() -> None:
-            dump_transcript(temporary, messages)
-            os.replace(temporary, session)
+            try:
+                dump_transcript(temporary, messages)
+                os.replace(temporary, session)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    temporary.unlink(missing_ok=True)
+                raise
 
         try:
             # Shielded: an interrupt must not leave the session half written.
             with trio.CancelScope(shield=True):
                 await trio.to_thread.run_sync(write)
         except (OSError, SerializationError) as exc:
-            self.renderer.notice(f"{PROG}: error: cannot write session {str(session)!r}: {exc}")
+            # The user named the session file, not the temporary file an OSError names.
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            self.renderer.notice(f"{PROG}: error: cannot write session {str(session)!r}: {reason}")
             return EXIT_ERROR
         return EXIT_OK
 
@@ -501,28 +541,55 @@ class Program:
                 return
             if text:
                 self.agent.steer(UserMessage(content=[TextContent(text=text)]))
-                self.renderer.notice(f"[steer] {text}", after_input=True)
+                self.renderer.notice(f"[steer] {text}")
 
 
 def _load_session(path: Path) -> list[AgentMessage] | None:
-    """The session's transcript, or ``None`` when the file does not exist yet."""
+    """The session's transcript, or ``None`` when the file does not exist yet.
+
+    Raises:
+        UsageError: the file could not be written after a run (its directory does not
+            exist or is not writable), or it exists and cannot be loaded.
+    """
+    # Checked before the run, so that no answer is lost for want of a directory.
+    directory = path.parent
+    if not directory.is_dir():
+        problem = "is not a directory" if directory.exists() else "does not exist"
+    elif not os.access(directory, os.W_OK):
+        problem = "is not writable"
+    else:
+        problem = None
+    if problem is not None:
+        raise UsageError(
+            f"cannot write session {str(path)!r}: directory {str(directory)!r} {problem}"
+        )
     try:
         return load_transcript(path)
     except FileNotFoundError:
         return None
+    except (OSError, SerializationError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise UsageError(f"cannot load session {str(path)!r}: {reason}") from None
 
 
-async def read_lines(stdin: TextIO, send: trio.MemorySendChannel[str]) -> None:
+async def read_lines(
+    stdin: TextIO,
+    send: trio.MemorySendChannel[str],
+    on_line: Callable[[], object] | None = None,
+) -> None:
     """Forward the lines of ``stdin`` into ``send`` until end of input, then close it.
 
     Reads in a worker thread (portable, and leaves the terminal's blocking mode alone);
-    a read in progress is abandoned when this task is cancelled.
+    a read in progress is abandoned when this task is cancelled. ``on_line`` is called as
+    soon as a line has been read, before it is sent.
     """
     async with send:
         while True:
             line = await trio.to_thread.run_sync(stdin.readline, abandon_on_cancel=True)
             if not line:
                 return
+            if on_line is not None:
+                on_line()
             await send.send(line)
 
 
@@ -549,7 +616,8 @@ async def run_program(
             ``stdin`` is a terminal).
 
     Raises:
-        UsageError: unknown model, unreadable session file, inconsistent options.
+        UsageError: unknown model, unreadable session file or one whose directory does
+            not exist or is not writable, inconsistent options.
     """
     try:
         return await _run_program(
@@ -581,10 +649,7 @@ async def _run_program(
     session: Path | None = args.session
     messages: list[AgentMessage] | None = None
     if session is not None:
-        try:
-            messages = await trio.to_thread.run_sync(_load_session, session)
-        except (OSError, SerializationError) as exc:
-            raise UsageError(f"cannot load session {str(session)!r}: {exc}") from None
+        messages = await trio.to_thread.run_sync(_load_session, session)
     renderer = Renderer(stdout, stderr, json_lines=args.json)
     async with contextlib.AsyncExitStack() as stack:
         if _is_demo(args):
@@ -617,7 +682,9 @@ async def _run_program(
         async with trio.open_nursery() as nursery:
             if lines is None:
                 send, lines = trio.open_memory_channel[str](0)
-                nursery.start_soon(read_lines, stdin, send)
+                # On a terminal, Enter echoes a line break: see Renderer.input_line_ended.
+                on_line = renderer.input_line_ended if interactive else None
+                nursery.start_soon(read_lines, stdin, send, on_line)
             chat_lines = lines
             status = await program.run(
                 lambda: program.chat(chat_lines), handle_signals=handle_signals
@@ -644,8 +711,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             lambda: run_program(args, stdin=sys.stdin, stdout=sys.stdout, stderr=sys.stderr)
         )
     except UsageError as exc:
-        parser.print_usage(sys.stderr)
-        sys.stderr.write(f"{PROG}: error: {exc}\n")
+        # Like argparse's own errors: the subcommand's usage, then "trio-agent run: error:".
+        command_parser: argparse.ArgumentParser = getattr(args, _COMMAND_PARSER, parser)
+        command_parser.print_usage(sys.stderr)
+        sys.stderr.write(f"{command_parser.prog}: error: {exc}\n")
         return EXIT_USAGE
     except KeyboardInterrupt:  # Ctrl-C before the handler was installed
         return EXIT_INTERRUPTED
