@@ -226,12 +226,13 @@ class _Run:
 
     # -- running ----------------------------------------------------------------------
 
-    async def run(self, start: Callable[[], Awaitable[None]]) -> list[AgentMessage]:
-        """Run ``start`` (the start events) and the main loop inside the work scope."""
+    async def run(self, initial: Sequence[AgentMessage]) -> list[AgentMessage]:
+        """Emit the start events and ``initial``'s message events, then run the main loop,
+        all inside the work scope."""
         try:
             with open_abort_scope(self.signal) as work:
                 try:
-                    await start()
+                    await self.start(initial)
                     await self.main_loop()
                 except BaseExceptionGroup as group:
                     raise collapse_exception_group(group) from None
@@ -247,6 +248,15 @@ class _Run:
         if work.cancelled_caught:
             await self.close_aborted()
         return self.new_messages
+
+    async def start(self, initial: Sequence[AgentMessage]) -> None:
+        await self.emit(AgentStartEvent())
+        await self.emit(TurnStartEvent())
+        self.turn_open = True
+        for message in initial:
+            # An abort stops the prompt batch before its next message (reference §3.12).
+            await trio.lowlevel.checkpoint_if_cancelled()
+            await self.emit_message(message)
 
     async def poll(self, source: Callable[[], Any] | None) -> list[AgentMessage]:
         # No queue poll after an abort (SPEC §8): a sync hook or a shielded emit before
@@ -647,17 +657,7 @@ async def run_agent_loop(
         new_messages,
         emit_concurrently,
     )
-
-    async def start() -> None:
-        await run.emit(AgentStartEvent())
-        await run.emit(TurnStartEvent())
-        run.turn_open = True
-        for message in initial:
-            # An abort stops the prompt batch before its next message (reference §3.12).
-            await trio.lowlevel.checkpoint_if_cancelled()
-            await run.emit_message(message)
-
-    return await run.run(start)
+    return await run.run(initial)
 
 
 def _check_continuable(context: AgentContext) -> None:
@@ -696,13 +696,7 @@ async def run_agent_loop_continue(
         [],
         emit_concurrently,
     )
-
-    async def start() -> None:
-        await run.emit(AgentStartEvent())
-        await run.emit(TurnStartEvent())
-        run.turn_open = True
-
-    return await run.run(start)
+    return await run.run(())
 
 
 @asynccontextmanager

@@ -487,39 +487,32 @@ class ToolBatch:
             )
             await self._end(record, result, is_error, duration)
 
-        if mode == "sequential":
-            async with trio.open_nursery() as nursery:  # hosts update emitters only
-                for record in self.records:
-                    await self._start(record)
-                    prepared = await prepare(record)
-                    if isinstance(prepared, AgentToolResult):
-                        await self._end(record, prepared, True)
-                    else:
-                        await execute_and_finalize(record, prepared, nursery)
+        # Sequential: each call is prepared, executed and published before the next.
+        # Parallel: all calls are prepared first (preflight), then the allowed ones run as
+        # tasks of the batch's nursery, and results are published in source order.
+        sequential = mode == "sequential"
+        async with trio.open_nursery() as nursery:  # tool tasks and update emitters
+            deferred: list[tuple[CallRecord, _Prepared]] = []
+            for record in self.records:
+                await self._start(record)
+                prepared = await prepare(record)
+                if isinstance(prepared, AgentToolResult):
+                    await self._end(record, prepared, True)
+                elif sequential:
+                    await execute_and_finalize(record, prepared, nursery)
+                else:
+                    deferred.append((record, prepared))
+                if sequential:
                     await self._publish(record)
-                    if signal is not None and signal.aborted:
-                        await trio.lowlevel.checkpoint()  # the run's abort scope stops here
-                        break
-            return
-
-        deferred: list[tuple[CallRecord, _Prepared]] = []
-        for record in self.records:
-            await self._start(record)
-            prepared = await prepare(record)
-            if isinstance(prepared, AgentToolResult):
-                await self._end(record, prepared, True)
-            else:
-                deferred.append((record, prepared))
-            if signal is not None and signal.aborted:
-                await trio.lowlevel.checkpoint()
-                break
-        if deferred:
-            async with trio.open_nursery() as nursery:
-                for record, prepared in deferred:
-                    nursery.start_soon(execute_and_finalize, record, prepared, nursery)
-        for record in self.records:
-            if record.ended:
-                await self._publish(record)
+                if signal is not None and signal.aborted:
+                    await trio.lowlevel.checkpoint()  # the run's abort scope stops here
+                    break
+            for record, prepared in deferred:
+                nursery.start_soon(execute_and_finalize, record, prepared, nursery)
+        if not sequential:
+            for record in self.records:
+                if record.ended:
+                    await self._publish(record)
 
     async def close_aborted(self) -> None:
         """Answer, in source order, every call the abort left without a result.
