@@ -356,7 +356,7 @@ async def test_abort_while_a_tool_sleeps_forever_returns_at_once_with_closing_ev
     stuck = ends["call-2"]
     assert stuck.is_error is True
     assert stuck.result == AgentToolResult(
-        content=[TextContent(text="Operation aborted")], details={}, is_error=True
+        content=[TextContent(text="Operation aborted")], details={}
     )
     # It ran for 1.5 s of Trio time before the abort interrupted it.
     assert stuck.duration_ms == 1500

@@ -7,7 +7,7 @@ run fails by design (then there is no ``agent_end``).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Literal
 
 import pytest
@@ -73,9 +73,8 @@ from trio_agent.testing import (
     faux_tool_call,
 )
 
-OPERATION_ABORTED = AgentToolResult(
-    content=[TextContent(text="Operation aborted")], details={}, is_error=True
-)
+# Loop-made error results carry no error flag of their own (parity W1).
+OPERATION_ABORTED = AgentToolResult(content=[TextContent(text="Operation aborted")], details={})
 
 Mode = Literal["sequential", "parallel"]
 ToolEvents = ToolExecutionStartEvent | ToolExecutionUpdateEvent | ToolExecutionEndEvent
@@ -364,7 +363,7 @@ async def test_abort_before_the_first_stream_event_finalizes_an_empty_aborted_me
         messages = await run_agent_loop(
             [user("go")],
             AgentContext(messages=[]),
-            AgentLoopConfig(model=faux.get_model(), reasoning="high"),
+            AgentLoopConfig(model=faux.get_model(), stream_options=StreamOptions(reasoning="high")),
             recorder,
             signal=controller.signal,
             stream_fn=hanging_stream,
@@ -876,9 +875,12 @@ class ListenerFailure(Exception):
 
 
 @pytest.mark.parametrize("failing_event", ["tool_execution_end", "tool_execution_update"])
-async def test_an_emit_failure_during_a_parallel_batch_propagates_unwrapped(
+async def test_an_emit_failure_during_a_parallel_batch_is_reported_with_a_closed_grammar(
     autojump_clock: trio.abc.Clock, failing_event: str
 ) -> None:
+    """The loop itself closes a failed run (not only the Agent): the running sibling is
+    cancelled first, cut-short executions end with the failure's text, and the failure
+    message ends the turn and the run."""
     log: list[str] = []
 
     async def fast(
@@ -915,20 +917,34 @@ async def test_an_emit_failure_during_a_parallel_batch_propagates_unwrapped(
         ]
     )
     start = trio.current_time()
-    with pytest.raises(ListenerFailure, match=r"^listener failed$") as info:
-        await run_agent_loop(
-            [user("go")],
-            AgentContext(messages=[], tools=[make_tool("fast", fast), make_tool("slow", slow)]),
-            AgentLoopConfig(model=stream.model, tool_execution="parallel"),
-            emit,
-            stream_fn=stream,
-        )
-    assert type(info.value) is ListenerFailure
+    messages = await run_agent_loop(
+        [user("go")],
+        AgentContext(messages=[], tools=[make_tool("fast", fast), make_tool("slow", slow)]),
+        AgentLoopConfig(model=stream.model, tool_execution="parallel"),
+        emit,
+        stream_fn=stream,
+    )
     assert log == ["slow cancelled"]
     # The running sibling was cancelled, not awaited.
     assert trio.current_time() - start <= 1
-    assert recorder.types[-1] == failing_event
-    assert "agent_end" not in recorder.types
+    assert_grammar(recorder.events)
+    cut_short = [f"{e.tool_call_id}:{e.is_error}" for e in recorder.of_type("tool_execution_end")]
+    if failing_event == "tool_execution_end":
+        assert cut_short == ["tool-1:False", "tool-2:True"]
+    else:
+        assert cut_short == ["tool-1:True", "tool-2:True"]
+    assert labels(recorder.events)[-4:] == [
+        "message_start:assistant",
+        "message_end:assistant",
+        "turn_end",
+        "agent_end",
+    ]
+    failure = messages[-1]
+    assert isinstance(failure, AssistantMessage)
+    assert (failure.stop_reason, failure.error_message) == ("error", "listener failed")
+    assert recorder.of_type("agent_end")[0].messages == [failure]
+    # Calls the failure cut short stay unanswered (SPEC §8).
+    assert [m.role for m in messages] == ["system", "user", "assistant", "assistant"]
     assert stream.calls == 1
 
 
@@ -1208,23 +1224,55 @@ async def test_open_agent_loop_with_a_buffer_does_not_wait_for_the_consumer() ->
     assert_grammar(received)
 
 
-async def test_an_error_of_the_run_propagates_out_of_open_agent_loop() -> None:
+async def test_a_failure_of_the_run_closes_the_open_agent_loop_channel() -> None:
     def failing_convert(messages: list[AgentMessage]) -> list[Message]:
         raise ListenerFailure("convert failed")
 
     stream = RecordingStream([faux_assistant_message("never")])
-    received: list[str] = []
-    with pytest.raises(ListenerFailure, match=r"^convert failed$") as info:
-        async with open_agent_loop(
+    received: list[AgentEvent] = []
+    async with open_agent_loop(
+        [user("go")],
+        AgentContext(messages=[]),
+        AgentLoopConfig(model=stream.model, convert_to_llm=failing_convert),
+        stream_fn=stream,
+    ) as events:
+        async for event in events:
+            received.append(event)
+    assert [e.type for e in received] == [
+        "agent_start",
+        "turn_start",
+        "message_start",
+        "message_end",
+        "message_start",
+        "message_end",
+        "turn_end",
+        "agent_end",
+    ]
+    failure = received[-1].messages[0]  # type: ignore[union-attr]
+    assert isinstance(failure, AssistantMessage)
+    assert (failure.stop_reason, failure.error_message) == ("error", "convert failed")
+    assert stream.calls == 0
+
+
+async def test_an_agent_end_failure_propagates_out_of_open_agent_loop() -> None:
+    """Nothing may follow agent_end, so an error there leaves the block as itself."""
+    stream = RecordingStream([faux_assistant_message("done")])
+    with pytest.raises(ListenerFailure, match=r"^agent_end failed$"):
+        await run_agent_loop(
             [user("go")],
             AgentContext(messages=[]),
-            AgentLoopConfig(model=stream.model, convert_to_llm=failing_convert),
+            AgentLoopConfig(model=stream.model),
+            _raise_on("agent_end", ListenerFailure("agent_end failed")),
             stream_fn=stream,
-        ) as events:
-            async for event in events:
-                received.append(event.type)
-    assert type(info.value) is ListenerFailure
-    assert received == ["agent_start", "turn_start", "message_start", "message_end"]
+        )
+
+
+def _raise_on(kind: str, error: BaseException) -> Callable[[AgentEvent], None]:
+    def emit(event: AgentEvent) -> None:
+        if event.type == kind:
+            raise error
+
+    return emit
 
 
 # ---------------------------------------------------------------------------------------
@@ -1265,6 +1313,7 @@ async def test_run_tool_call_returns_outcomes_without_events() -> None:
         tool_call=faux_tool_call("echo", {"value": "x"}, id="tool-1"),
         result=text_result("echo x"),
         is_error=False,
+        duration_ms=0,
     )
     assert partials == [text_result("working on x")]
 
@@ -1273,7 +1322,7 @@ async def test_run_tool_call_returns_outcomes_without_events() -> None:
 
     missing = await run(("tool-3", "missing", {}))
     assert missing.result == AgentToolResult(
-        content=[TextContent(text="Tool missing not found")], details={}, is_error=True
+        content=[TextContent(text="Tool missing not found")], details={}
     )
     assert missing.is_error is True
 
@@ -1347,11 +1396,11 @@ async def test_faux_event_order_through_the_loop() -> None:
     assert_grammar(recorder.events)
 
 
-async def test_emit_concurrently_lets_parallel_tools_emit_at_once(
+async def test_parallel_tools_events_reach_the_sink_one_at_a_time_from_the_run_task(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    """With ``emit_concurrently=True`` the sink is called from every tool task as its end
-    event occurs; by default the calls wait for each other."""
+    """The run's task dispatches its tool tasks' events: the sink is never entered twice,
+    and an awaiting sink delays the next event, not the tools."""
     from trio_agent import AgentTool, AgentToolResult, TextContent, UserMessage
     from trio_agent.loop import AgentContext, AgentLoopConfig, run_agent_loop
     from trio_agent.models import FauxProvider, faux_assistant_message, faux_tool_call
@@ -1369,37 +1418,37 @@ async def test_emit_concurrently_lets_parallel_tools_emit_at_once(
         parameters={"type": "object"},
         execute=execute,
     )
+    faux = FauxProvider(
+        [
+            faux_assistant_message(
+                [faux_tool_call("wait", {}, id=f"c{i}") for i in range(3)],
+                stop_reason="toolUse",
+            ),
+            faux_assistant_message("done"),
+        ]
+    )
+    inside = peak = 0
+    run_task = trio.lowlevel.current_task()
+    ends: list[float] = []
 
-    for concurrently, expected_peak in ((False, 1), (True, 3)):
-        faux = FauxProvider(
-            [
-                faux_assistant_message(
-                    [faux_tool_call("wait", {}, id=f"c{i}") for i in range(3)],
-                    stop_reason="toolUse",
-                ),
-                faux_assistant_message("done"),
-            ]
-        )
-        inside = 0
-        peak = 0
+    async def emit(event: AgentEvent) -> None:
+        nonlocal inside, peak
+        assert trio.lowlevel.current_task() is run_task
+        if event.type != "tool_execution_end":
+            return
+        inside += 1
+        peak = max(peak, inside)
+        ends.append(trio.current_time())
+        await trio.sleep(1)
+        inside -= 1
 
-        async def emit(event: AgentEvent) -> None:
-            nonlocal inside, peak
-            if event.type != "tool_execution_end":
-                return
-            inside += 1
-            peak = max(peak, inside)
-            await trio.sleep(1)
-            inside -= 1
-
-        config = AgentLoopConfig(model=faux.get_model())
-        context = AgentContext(messages=[], tools=[tool])
-        await run_agent_loop(
-            [UserMessage(content="go")],
-            context,
-            config,
-            emit,
-            stream_fn=faux.stream_fn,
-            emit_concurrently=concurrently,
-        )
-        assert peak == expected_peak
+    await run_agent_loop(
+        [UserMessage(content="go")],
+        AgentContext(messages=[], tools=[tool]),
+        AgentLoopConfig(model=faux.get_model()),
+        emit,
+        stream_fn=faux.stream_fn,
+    )
+    assert peak == 1
+    # The three tools ran together (1 s); their end events then took 1 s each.
+    assert [round(t - ends[0], 3) for t in ends] == [0, 1, 2]

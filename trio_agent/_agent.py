@@ -1,11 +1,11 @@
 """The stateful :class:`Agent`: transcript, tools, queues, listeners and one run at a time.
 
 Built only on the public :mod:`trio_agent.loop` API (reference upstream-agent.md §4; SPEC §7
-and §8). A run is ``prompt()``/``continue_()`` running the loop in the calling task; its
-events travel through a memory channel to one dispatcher task that reduces them into
-:class:`AgentState` and then awaits every listener in subscription order. The loop waits
-for each event's acknowledgement (``message_update`` events may be pipelined through a
-small buffer), so listeners never overlap and a slow listener delays the run.
+and §8). A run is ``prompt()``/``continue_()`` running the loop in the calling task. The
+Agent is the run's :class:`~trio_agent.loop.AgentEventSink`: it reduces each event into
+:class:`AgentState`, then calls every listener in subscription order, in the run's task, so
+listeners never overlap and a slow listener delays the run. The loop closes every run
+itself (aborts, failures, cancellation); the Agent only reduces events into state.
 
 Besides :mod:`trio_agent.loop`, it uses only public names of the data model and the
 transcript helpers (their private modules are imported to avoid an import cycle).
@@ -22,18 +22,8 @@ import attrs
 import trio
 
 from ._abort import AbortController, AbortSignal
-from ._events import (
-    AgentEndEvent,
-    AgentEvent,
-    MessageEndEvent,
-    MessageStartEvent,
-    MessageUpdateEvent,
-    ToolExecutionEndEvent,
-    ToolExecutionStartEvent,
-    TurnEndEvent,
-    TurnStartEvent,
-)
-from ._exceptions import AgentBusyError, NothingToContinueError
+from ._events import AgentEvent
+from ._exceptions import AgentBusyError, AgentError, NothingToContinueError
 from ._hooks import AgentContext, AgentTurnContext
 from ._messages import (
     AgentMessage,
@@ -50,15 +40,20 @@ from ._messages import (
     UserMessage,
     registered_message_types,
 )
-from ._streaming import ProviderResponse, StreamFn, Transport, get_default_stream_fn
-from ._tools import AgentTool, AgentToolResult
+from ._streaming import (
+    ProviderResponse,
+    StreamFn,
+    StreamOptions,
+    Transport,
+    get_default_stream_fn,
+)
+from ._tools import AgentTool
 from ._transcript import (
     create_initial_system_message,
     get_current_system_message,
     get_current_system_prompt,
     to_tool_declaration,
 )
-from ._util import collapse_exception_group, maybe_await
 from .loop import (
     AfterToolCallHook,
     AgentEventSink,
@@ -80,9 +75,10 @@ _PROMPT_BUSY = (
 )
 _CONTINUE_BUSY = "Agent is already processing. Wait for completion before continuing."
 _RESET_BUSY = "Agent is already processing. Wait for completion before resetting."
-
-# How many message_update events may be in flight to the dispatcher (SPEC §8 relaxation).
-_UPDATE_PIPELINE = 16
+_WAIT_FOR_ITSELF = (
+    "wait_for_idle() called from inside the active run (a listener, hook or tool); "
+    "it would wait for itself"
+)
 
 
 def _placeholder_model() -> Model:
@@ -295,42 +291,76 @@ def _check_message(value: object, where: str) -> AgentMessage:
 
 
 @attrs.define(eq=False)
-class _Ack:
-    """The emitter's wait for one barrier event.
-
-    Cheaper than a ``trio.Event`` per event: the emitter parks itself and the dispatcher
-    reschedules it once the listeners are done.
-    """
-
-    task: trio.lowlevel.Task
-    done: bool = False
-    parked: bool = False
-    error: BaseException | None = None
-
-    async def wait(self) -> None:
-        if self.done:
-            return
-        self.parked = True
-        # The emitter always waits for its acknowledgement (the loop emits shielded), so
-        # cancellation cannot abort this wait.
-        await trio.lowlevel.wait_task_rescheduled(lambda _: trio.lowlevel.Abort.FAILED)
-
-    def set(self) -> None:
-        self.done = True
-        if self.parked:
-            trio.lowlevel.reschedule(self.task)
-
-
-@attrs.define(eq=False)
 class _ActiveRun:
     controller: AbortController
     idle: trio.Event
     skip_initial_steering_poll: bool
-    send: trio.MemorySendChannel[tuple[AgentEvent, _Ack | None]] | None = None
-    update_error: BaseException | None = None
-    ended: bool = False
-    reporting_failure: bool = False
-    """``agent_end`` was dispatched: nothing may follow it (SPEC §8)."""
+    task: trio.lowlevel.Task
+    """The task running the run (listeners and hooks run in it, tools in its children)."""
+
+    def contains_current_task(self) -> bool:
+        task: trio.lowlevel.Task | None = trio.lowlevel.current_task()
+        while task is not None:
+            if task is self.task:
+                return True
+            nursery = task.parent_nursery
+            task = nursery.parent_task if nursery is not None else None
+        return False
+
+
+class _Delivery:
+    """The Agent as the sink of one run: reduce the event, then call every listener.
+
+    ``send_nowait`` calls the listeners until one returns an awaitable (an ``async def``
+    listener); it then raises ``trio.WouldBlock`` and ``send`` awaits that one and calls
+    the rest. Listeners that do not await cost no checkpoint.
+    """
+
+    __slots__ = ("_agent", "_resume", "_signal")
+
+    def __init__(self, agent: Agent, signal: AbortSignal) -> None:
+        self._agent = agent
+        self._signal = signal
+        self._resume: tuple[AgentEvent, Awaitable[Any], tuple[_Listener, ...], int] | None = None
+
+    def send_nowait(self, event: AgentEvent) -> None:
+        agent = self._agent
+        agent._reduce(event)
+        listeners = agent._listener_order
+        signal = self._signal
+        for index, listener in enumerate(listeners):
+            value = listener.fn(event, signal) if listener.takes_signal else listener.fn(event)
+            if value is not None and inspect.isawaitable(value):
+                self._resume = (event, value, listeners, index + 1)
+                raise trio.WouldBlock
+
+    async def send(self, event: AgentEvent) -> None:
+        resume, self._resume = self._resume, None
+        pending: Awaitable[Any] | None = None
+        if resume is not None and resume[0] is event:
+            _, pending, listeners, start = resume
+        else:
+            self._agent._reduce(event)
+            listeners, start = self._agent._listener_order, 0
+        signal = self._signal
+        cancelled: list[trio.Cancelled] = []
+        if pending is not None:
+            await _settle(pending, cancelled)
+        for listener in listeners[start:]:
+            value = listener.fn(event, signal) if listener.takes_signal else listener.fn(event)
+            if value is not None and inspect.isawaitable(value):
+                await _settle(value, cancelled)
+        if cancelled:
+            raise cancelled[0]
+
+
+async def _settle(value: Awaitable[Any], cancelled: list[trio.Cancelled]) -> None:
+    try:
+        await value
+    except trio.Cancelled as exc:
+        # The closing grace ran out for this listener: the ones after it still receive
+        # the event, and the cancellation is raised after them.
+        cancelled.append(exc)
 
 
 class Agent:
@@ -365,6 +395,10 @@ class Agent:
         transport: Transport = "auto",
         max_retry_delay_ms: int | None = None,
         tool_execution: ToolExecutionMode = "parallel",
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        max_retries: int | None = None,
+        headers: dict[str, str | None] | None = None,
     ) -> None:
         initial = initial_state or AgentInitialState()
         tools = list(initial.tools or [])
@@ -399,6 +433,15 @@ class Agent:
         self.thinking_budgets = thinking_budgets
         self.transport: Transport = transport
         self.max_retry_delay_ms = max_retry_delay_ms
+        self.temperature = temperature
+        """Sampling temperature of every request (``None``: the provider's default)."""
+        self.max_tokens = max_tokens
+        """Output token limit of every request (``None``: the model's)."""
+        self.max_retries = max_retries
+        """Retries of a failed request phase, e.g. on a 429 (``None``: the provider's
+        default, 0)."""
+        self.headers = headers
+        """Extra request headers, merged last; a ``None`` value deletes a default header."""
         self.tool_execution: ToolExecutionMode = tool_execution
         if tool_execution not in ("sequential", "parallel"):
             raise ValueError(
@@ -409,8 +452,7 @@ class Agent:
         self._steering = _Queue(_check_mode(steering_mode))
         self._follow_up = _Queue(_check_mode(follow_up_mode))
         self._listeners: list[_Listener] = []
-        self._open_tools: dict[str, str] = {}  # tool-call id -> name, started not ended
-        self._turn_open = False
+        self._listener_order: tuple[_Listener, ...] = ()  # what the next event goes to
         self._active: _ActiveRun | None = None
 
     # -- state and listeners -----------------------------------------------------------
@@ -437,12 +479,14 @@ class Agent:
                 return self._unsubscriber(existing)
         entry = _Listener(listener, _takes_signal(listener))
         self._listeners.append(entry)
+        self._listener_order = tuple(self._listeners)
         return self._unsubscriber(entry)
 
     def _unsubscriber(self, entry: _Listener) -> Callable[[], None]:
         def unsubscribe() -> None:
             if entry in self._listeners:
                 self._listeners.remove(entry)
+                self._listener_order = tuple(self._listeners)
 
         return unsubscribe
 
@@ -454,15 +498,31 @@ class Agent:
 
         It subscribes on entry (at that position in the listener order) and unsubscribes
         on exit. With ``max_buffer_size=0`` a run waits until the consumer has received
-        each event.
+        each event. A consumer that stops receiving holds the run until the caller's
+        scope is cancelled; after the closing grace
+        (:data:`~trio_agent.loop.CLOSING_GRACE_SECONDS`) it is then given up: unsubscribed
+        and its channel closed.
         """
         send, receive = trio.open_memory_channel[AgentEvent](max_buffer_size)
 
-        async def forward(event: AgentEvent) -> None:
+        def forward(event: AgentEvent) -> Awaitable[None] | None:
+            try:
+                send.send_nowait(event)
+            except trio.WouldBlock:
+                return wait_for_consumer(event)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                pass  # the consumer has left the block
+            return None
+
+        async def wait_for_consumer(event: AgentEvent) -> None:
             try:
                 await send.send(event)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
-                pass  # the consumer has left the block
+                pass
+            except trio.Cancelled:
+                unsubscribe()
+                send.close()
+                raise
 
         unsubscribe = self.subscribe(forward)
         try:
@@ -550,12 +610,19 @@ class Agent:
 
     async def wait_for_idle(self) -> None:
         """Block until the active run has fully settled (``agent_end`` listeners
-        included). A checkpoint; returns at once when idle. Deadlocks if awaited from a
-        listener of the run it waits for."""
-        if self._active is None:
+        included). A checkpoint; returns at once when idle.
+
+        Raises:
+            AgentError: awaited from inside the active run (a listener, hook or tool),
+                which would wait for itself.
+        """
+        active = self._active
+        if active is None:
             await trio.lowlevel.checkpoint()
             return
-        await self._active.idle.wait()
+        if active.contains_current_task():
+            raise AgentError(_WAIT_FOR_ITSELF)
+        await active.idle.wait()
 
     def reset(self) -> None:
         """Clear the transcript down to its consolidated system message, the runtime
@@ -647,7 +714,6 @@ class Agent:
                 emit,
                 signal=signal,
                 stream_fn=self.stream_fn,
-                emit_concurrently=True,  # the dispatcher's channel orders events
             ),
             skip_initial_steering_poll=False,
         )
@@ -663,7 +729,6 @@ class Agent:
                 emit,
                 signal=signal,
                 stream_fn=self.stream_fn,
-                emit_concurrently=True,  # the dispatcher's channel orders events
             ),
             skip_initial_steering_poll=skip_initial_steering_poll,
         )
@@ -691,7 +756,20 @@ class Agent:
         state = self._state
         return AgentLoopConfig(
             model=state.model,
-            reasoning=None if state.thinking_level == "off" else state.thinking_level,
+            stream_options=StreamOptions(
+                reasoning=state.thinking_level,
+                session_id=self.session_id,
+                transport=self.transport,
+                thinking_budgets=self.thinking_budgets,
+                max_retry_delay_ms=self.max_retry_delay_ms,
+                max_retries=self.max_retries,
+                max_tokens=self.max_tokens,
+                temperature=self.temperature,
+                headers=self.headers,
+                on_payload=self.on_payload,
+                on_response=self.on_response,
+                on_provider_stream_event=self.on_provider_stream_event,
+            ),
             convert_to_llm=self.convert_to_llm,
             transform_context=self.transform_context,
             get_api_key=self.get_api_key,
@@ -703,13 +781,6 @@ class Agent:
             tool_execution=self.tool_execution,
             before_tool_call=self.before_tool_call,
             after_tool_call=self.after_tool_call,
-            session_id=self.session_id,
-            transport=self.transport,
-            thinking_budgets=self.thinking_budgets,
-            max_retry_delay_ms=self.max_retry_delay_ms,
-            on_payload=self.on_payload,
-            on_response=self.on_response,
-            on_provider_stream_event=self.on_provider_stream_event,
         )
 
     async def _run(
@@ -723,7 +794,12 @@ class Agent:
     ) -> None:
         if self._active is not None:
             raise AgentBusyError("Agent is already processing.")
-        run = _ActiveRun(AbortController(), trio.Event(), skip_initial_steering_poll)
+        run = _ActiveRun(
+            AbortController(),
+            trio.Event(),
+            skip_initial_steering_poll,
+            trio.lowlevel.current_task(),
+        )
         self._active = run
         state = self._state
         state._is_streaming = True
@@ -731,187 +807,46 @@ class Agent:
         state._error_message = None
         try:
             context = AgentContext(messages=list(state.messages), tools=list(state.tools))
-            config = self._loop_config(run)
-            send, receive = trio.open_memory_channel[tuple[AgentEvent, _Ack | None]](
-                _UPDATE_PIPELINE
-            )
-            run.send = send
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._dispatch, run, receive)
-                async with send:
-                    emit = self._emitter(run)
-                    try:
-                        await executor(context, config, emit, run.controller.signal)
-                    except Exception as exc:
-                        if run.ended:
-                            # A listener failed on agent_end: no event may follow it
-                            # (SPEC §8), so the error leaves prompt() after cleanup.
-                            raise
-                        # A listener error on a pipelined update that the failure
-                        # overtook must not abort the report of the failure.
-                        run.reporting_failure = True
-                        run.update_error = None
-                        with trio.CancelScope(shield=True):
-                            await self._report_failure(exc, emit, run)
-        except BaseExceptionGroup as group:
-            # The nursery only holds the dispatcher; see collapse_exception_group.
-            raise collapse_exception_group(group) from None
+            signal = run.controller.signal
+            await executor(context, self._loop_config(run), _Delivery(self, signal), signal)
         finally:
             self._steering.restore()
             self._follow_up.restore()
             state._is_streaming = False
             state._streaming_message = None
             state._pending_tool_calls = frozenset()
-            self._open_tools.clear()
-            self._turn_open = False
             self._active = None
             run.idle.set()
 
-    def _emitter(self, run: _ActiveRun) -> Callable[[AgentEvent], Awaitable[None] | None]:
-        send = run.send
-        assert send is not None
-
-        def emit(event: AgentEvent) -> Awaitable[None] | None:
-            if isinstance(event, MessageUpdateEvent):
-                # Pipelined (SPEC §8): queued in order without waiting for the listeners;
-                # only a full pipeline makes the loop wait.
-                try:
-                    send.send_nowait((event, None))
-                except trio.WouldBlock:
-                    return send.send((event, None))
-                return None
-            return emit_barrier(event)
-
-        async def emit_barrier(event: AgentEvent) -> None:
-            ack = _Ack(trio.lowlevel.current_task())
-            try:
-                send.send_nowait((event, ack))
-            except trio.WouldBlock:
-                await send.send((event, ack))
-            await ack.wait()
-            error = ack.error
-            if error is None and not run.reporting_failure:
-                error = run.update_error
-            run.update_error = None
-            if error is not None:
-                raise error
-
-        return emit
-
-    async def _dispatch(
-        self,
-        run: _ActiveRun,
-        receive: trio.MemoryReceiveChannel[tuple[AgentEvent, _Ack | None]],
-    ) -> None:
-        # Shielded: the dispatcher must deliver the closing events of a cancelled run. It
-        # ends when the run closes the send side.
-        with trio.CancelScope(shield=True):
-            async with receive:
-                while True:
-                    # Drain what is buffered without a checkpoint per event; block only
-                    # when the pipeline is empty.
-                    try:
-                        event, ack = receive.receive_nowait()
-                    except trio.WouldBlock:
-                        try:
-                            event, ack = await receive.receive()
-                        except trio.EndOfChannel:
-                            return
-                    except trio.EndOfChannel:
-                        return
-                    try:
-                        self._reduce(event)
-                        if isinstance(event, AgentEndEvent):
-                            run.ended = True
-                        signal = run.controller.signal
-                        for listener in list(self._listeners):
-                            if listener.takes_signal:
-                                value = listener.fn(event, signal)
-                            else:
-                                value = listener.fn(event)
-                            if value is not None and inspect.isawaitable(value):
-                                await value
-                    except BaseException as exc:
-                        # Every failure goes back to the emitter, KeyboardInterrupt
-                        # included: the emitter waits for the ack under a shield, so a
-                        # dispatcher that died here would hang the run forever.
-                        if ack is None:
-                            run.update_error = run.update_error or exc
-                        else:
-                            ack.error = exc
-                    if ack is not None:
-                        ack.set()
-
     def _reduce(self, event: AgentEvent) -> None:
+        """Reduce an event into :attr:`state` (reference §4.4)."""
         state = self._state
-        if isinstance(event, MessageUpdateEvent | MessageStartEvent):
-            state._streaming_message = event.message
-        elif isinstance(event, MessageEndEvent):
+        kind = event.type
+        if kind == "message_update" or kind == "message_start":
+            state._streaming_message = event.message  # type: ignore[union-attr]
+        elif kind == "message_end":
+            message = event.message  # type: ignore[union-attr]
             state._streaming_message = None
-            state._messages.append(event.message)
-            if not self._steering.delivered(event.message):
-                self._follow_up.delivered(event.message)
-        elif isinstance(event, ToolExecutionStartEvent):
-            state._pending_tool_calls = state._pending_tool_calls | {event.tool_call_id}
-            self._open_tools[event.tool_call_id] = event.tool_name
-        elif isinstance(event, ToolExecutionEndEvent):
-            state._pending_tool_calls = state._pending_tool_calls - {event.tool_call_id}
-            self._open_tools.pop(event.tool_call_id, None)
-        elif isinstance(event, TurnStartEvent):
-            self._turn_open = True
-        elif isinstance(event, TurnEndEvent):
-            self._turn_open = False
-            message = event.message
+            state._messages.append(message)
+            if not self._steering.delivered(message):
+                self._follow_up.delivered(message)
+        elif kind == "tool_execution_start":
+            call_id = event.tool_call_id  # type: ignore[union-attr]
+            state._pending_tool_calls = state._pending_tool_calls | {call_id}
+        elif kind == "tool_execution_end":
+            call_id = event.tool_call_id  # type: ignore[union-attr]
+            state._pending_tool_calls = state._pending_tool_calls - {call_id}
+        elif kind == "turn_end" or kind == "agent_end":
+            # agent_end too: a failure reported after an aborted run's last turn_end
+            # stands outside a turn.
+            if kind == "agent_end":
+                state._streaming_message = None
+                messages = event.messages  # type: ignore[union-attr]
+                message = messages[-1] if messages else None
+            else:
+                message = event.message  # type: ignore[union-attr]
             if isinstance(message, AssistantMessage) and message.error_message:
                 state._error_message = message.error_message
-        elif isinstance(event, AgentEndEvent):
-            state._streaming_message = None
-
-    async def _report_failure(
-        self,
-        error: Exception,
-        emit: Callable[[AgentEvent], Awaitable[None] | None],
-        run: _ActiveRun,
-    ) -> None:
-        """Close a run that raised with a synthesized assistant failure (reference §4.8)."""
-        model = self._state.model
-        message = AssistantMessage(
-            content=[TextContent(text="")],
-            api=model.api,
-            provider=model.provider,
-            model=model.id,
-            stop_reason="aborted" if run.controller.signal.aborted else "error",
-            error_message=str(error) or type(error).__name__,
-        )
-        text = message.error_message or ""
-        events: list[AgentEvent] = []
-        # Keep the event grammar closed (SPEC §8): tool executions the failure cut short
-        # end as errors (their calls stay unanswered in the transcript), an open user,
-        # system or tool-result message is committed, and an open assistant partial is
-        # replaced by the failure message.
-        for call_id, name in list(self._open_tools.items()):
-            result = AgentToolResult(content=[TextContent(text=text)], details={}, is_error=True)
-            events.append(
-                ToolExecutionEndEvent(
-                    tool_call_id=call_id, tool_name=name, result=result, is_error=True
-                )
-            )
-        if not self._turn_open:
-            # The failure came before the first turn_start (an agent_start listener).
-            events.append(TurnStartEvent())
-        open_message = self._state._streaming_message
-        if open_message is not None and open_message.role != "assistant":
-            events.append(MessageEndEvent(message=open_message))
-            open_message = None
-        if open_message is None:
-            events.append(MessageStartEvent(message=message))
-        events += [
-            MessageEndEvent(message=message),
-            TurnEndEvent(message=message, tool_results=[]),
-            AgentEndEvent(messages=[message]),
-        ]
-        for event in events:
-            await maybe_await(emit(event))
 
 
 def _check_mode(mode: QueueMode) -> QueueMode:

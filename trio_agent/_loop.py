@@ -2,20 +2,21 @@
 
 Reference: upstream-agent.md §3 step for step; SPEC §6 and §8 for the Trio design.
 
-The run's work (provider request, hooks, tool executions) happens inside one cancel scope
-linked to the run's :class:`~trio_agent.AbortSignal`, so an abort interrupts whatever is
-being awaited at once. Events are emitted shielded: the awaited ``emit`` (the listeners)
-is never interrupted by an abort, and the closing events that an abort produces are
-delivered too. Every run ends with ``agent_end``, except when a hook, the stream function
-or ``emit`` raises; then the exception propagates (the :class:`~trio_agent.Agent` turns it
-into a synthesized failure message).
+A run is a nursery with a cancel scope for abort: its work (provider request, hooks, tool
+executions) happens inside one cancel scope linked to the run's
+:class:`~trio_agent.AbortSignal`, so an abort interrupts whatever is being awaited at once.
+Events go to the sink from the run's own task, one at a time (parallel tools' events reach
+it through a memory channel); an event whose listeners do not await costs no cancel scope
+and no task switch, and one that awaits is shielded from the abort. Every run ends with
+``agent_end``: a run that does not end normally is finished by one close path
+(:meth:`_Run.close`) that knows where the run is.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import attrs
 import trio
@@ -47,6 +48,7 @@ from ._messages import (
     Message,
     Model,
     SystemMessage,
+    TextContent,
     ThinkingLevel,
     ToolCall,
     ToolResultMessage,
@@ -55,18 +57,17 @@ from ._messages import (
 )
 from ._streaming import (
     LlmContext,
-    ProviderResponse,
     StreamFn,
     StreamOptions,
-    Transport,
     get_default_stream_fn,
     iterate_stream,
 )
 from ._tool_execution import AfterToolCallHook, BeforeToolCallHook, ToolBatch
 from ._transcript import declare_tool_changes
-from ._util import collapse_exception_group, maybe_await
+from ._util import collapse_errors, collapse_exception_group, maybe_await
 
 __all__ = [
+    "CLOSING_GRACE_SECONDS",
     "AgentEventSink",
     "AgentLoopConfig",
     "default_convert_to_llm",
@@ -76,13 +77,69 @@ __all__ = [
     "run_agent_loop_continue",
 ]
 
-AgentEventSink = Callable[[AgentEvent], Awaitable[None] | None]
-"""``emit(event)``: the loop does not go on until it has returned and, when it returns an
-awaitable (an ``async def`` sink), until that was awaited. Never called concurrently."""
-
 REQUEST_ABORTED = "Request was aborted"
 OPERATION_ABORTED = "Operation aborted"
 _LLM_TYPES = (SystemMessage, UserMessage, AssistantMessage, ToolResultMessage)
+
+CLOSING_GRACE_SECONDS = 2.0
+"""How long, on Trio's clock, listeners may take over the closing events of a run that the
+caller's cancellation or a ``BaseException`` ends. An abort never bounds listeners; this
+bound exists so that no listener can hold a cancelled caller forever."""
+
+
+@runtime_checkable
+class AgentEventSink(Protocol):
+    """Where a run's events go, in the shape of trio's ``MemorySendChannel``.
+
+    The loop hands every event to ``send_nowait``; only when that raises
+    ``trio.WouldBlock`` (the event needs awaiting: an ``async def`` listener, a full
+    channel) does it ``await send(event)``, shielded from the run's abort. Either way the
+    loop does not go on until the event was handled, and it never calls the sink
+    concurrently. An exception from either method fails the run (see the guide,
+    "Failures"). A ``trio.MemorySendChannel`` is a sink; so is any callable ``emit(event)``
+    (a plain function or ``async def``), which the loop adapts.
+    """
+
+    def send_nowait(self, event: AgentEvent) -> None:
+        """Handle ``event`` now, or raise ``trio.WouldBlock`` to have it awaited."""
+
+    async def send(self, event: AgentEvent) -> None:
+        """Handle ``event``, finishing what ``send_nowait`` started for it, if anything."""
+
+
+class _CallableSink:
+    """A sink for an ``emit(event)`` callable that may return an awaitable."""
+
+    __slots__ = ("_emit", "_pending")
+
+    def __init__(self, emit: Callable[[AgentEvent], Awaitable[None] | None]) -> None:
+        self._emit = emit
+        self._pending: Awaitable[None] | None = None
+
+    def send_nowait(self, event: AgentEvent) -> None:
+        value = self._emit(event)
+        if value is not None:
+            self._pending = value
+            raise trio.WouldBlock
+
+    async def send(self, event: AgentEvent) -> None:
+        value, self._pending = self._pending, None
+        if value is None:
+            value = self._emit(event)
+        if value is not None:
+            await value
+
+
+AnySink = AgentEventSink | Callable[[AgentEvent], Awaitable[None] | None]
+"""What the loop accepts as ``emit``: a sink, or a callable it adapts."""
+
+
+def _as_sink(emit: AnySink) -> AgentEventSink:
+    if isinstance(emit, AgentEventSink):
+        return emit
+    if not callable(emit):
+        raise TypeError(f"emit must be an AgentEventSink or a callable, got {emit!r}")
+    return _CallableSink(emit)
 
 
 def default_convert_to_llm(messages: list[AgentMessage]) -> list[Message]:
@@ -96,19 +153,27 @@ class AgentLoopConfig:
     """Everything a run needs besides the context. Hooks may be sync or ``async def``.
 
     Hooks are fixed for the run when it starts. Hooks that receive ``signal`` get the run's
-    :class:`~trio_agent.AbortSignal` (``None`` when the run has none).
+    :class:`~trio_agent.AbortSignal` (the loop makes one when the caller gives none).
     """
 
     model: Model
+    stream_options: StreamOptions = attrs.field(factory=StreamOptions)
+    """The options of every request: the loop fills in ``signal``, the thinking level of
+    the turn as ``reasoning`` (``"off"`` when off) and the key from ``get_api_key``, and
+    hands the rest to the stream function as given. ``reasoning`` is the run's initial
+    thinking level."""
     convert_to_llm: Callable[[list[AgentMessage]], Any] = default_convert_to_llm
     """``(messages) -> list[Message]`` before every request."""
-    transform_context: Callable[[list[AgentMessage], AbortSignal | None], Any] | None = None
+    transform_context: Callable[[list[AgentMessage], AbortSignal], Any] | None = None
     """``(messages, signal) -> messages`` applied before ``convert_to_llm`` (request only)."""
     get_api_key: Callable[[str], Any] | None = None
-    """``(provider) -> key | None`` before every request; falls back to ``api_key``."""
-    finish_turn: Callable[[AgentTurnContext, AbortSignal | None], Any] | None = None
-    """``(turn, signal) -> AgentTurnDecision | None``; runs before ``turn_end``."""
-    prepare_request: Callable[[PrepareRequestContext, AbortSignal | None], Any] | None = None
+    """``(provider) -> key | None`` before every request; falls back to
+    ``stream_options.api_key``."""
+    finish_turn: Callable[[AgentTurnContext, AbortSignal], Any] | None = None
+    """``(turn, signal) -> AgentTurnDecision | None``; runs before ``turn_end``, also once
+    for a response that an abort ended (under the cancelled scope: an ``async def`` hook
+    is interrupted at its first checkpoint, and its decision is ignored)."""
+    prepare_request: Callable[[PrepareRequestContext, AbortSignal], Any] | None = None
     """``(request, signal) -> AgentRequestUpdate | None``; before every request."""
     prepare_next_turn: Callable[[AgentTurnContext], Any] | None = None
     """``(turn) -> AgentLoopTurnUpdate | None``; before every turn but the first."""
@@ -119,56 +184,50 @@ class AgentLoopConfig:
     tool_execution: Literal["sequential", "parallel"] = "parallel"
     before_tool_call: BeforeToolCallHook | None = None
     after_tool_call: AfterToolCallHook | None = None
-    # Stream options forwarded to the stream function.
-    reasoning: ThinkingLevel | None = None
-    api_key: str | None = attrs.field(default=None, repr=False)
-    session_id: str | None = None
-    transport: Transport | None = None
-    thinking_budgets: dict[str, int] | None = None
-    max_retry_delay_ms: int | None = None
-    max_retries: int | None = None
-    max_tokens: int | None = None
-    temperature: float | None = None
-    headers: dict[str, str | None] | None = None
-    on_payload: Callable[[dict[str, Any], Model], Any] | None = None
-    on_response: Callable[[ProviderResponse, Model], Any] | None = None
-    on_provider_stream_event: Callable[[Any, Model], Any] | None = None
-
-
-def _reasoning(level: ThinkingLevel | None) -> ThinkingLevel | None:
-    return None if level in (None, "off") else level
 
 
 class _Run:
-    """State of one run (reference §3.2)."""
+    """One run: the loop of reference §3 and the one close path of SPEC §8.
+
+    "Where are we" is what the run has handed to the sink: ``started``, ``turn_open``,
+    ``open_message`` (a message between its start and end events), the turn's
+    ``requested`` flag, streaming ``partial`` and final ``response``, its tool ``batch``,
+    and ``ended``. :meth:`close` reads only these to finish a run that did not end
+    normally.
+    """
 
     def __init__(
         self,
         context: AgentContext,
         config: AgentLoopConfig,
-        emit: AgentEventSink,
+        sink: AgentEventSink,
         signal: AbortSignal | None,
         stream_fn: StreamFn | None,
-        new_messages: list[AgentMessage],
-        emit_concurrently: bool = False,
     ) -> None:
         self.context = context
-        self.emit_concurrently = emit_concurrently
         self.config = config
+        self.options = config.stream_options
         self.model = config.model
-        self.reasoning = _reasoning(config.reasoning)
-        self._emit_to = emit
-        self.signal = signal
+        self.thinking_level: ThinkingLevel = self.options.reasoning or "off"
+        self.sink = sink
+        self.signal = signal if signal is not None else AbortSignal()
         self.stream_fn = stream_fn
-        self.new_messages = new_messages
+        self.new_messages: list[AgentMessage] = []
         self.last_turn: AgentTurnContext | None = None
-        # What the abort path needs to close the event grammar.
-        self.turn_open = False
-        self.assistant: AssistantMessage | None = None
-        self.assistant_started = False
-        self.assistant_final = False
-        self.requesting = False
+        # Where are we.
+        self.started = self.turn_open = self.ended = False
+        self.open_message: AgentMessage | None = None
+        self.requested = False
+        self.partial: AssistantMessage | None = None
+        self.response: AssistantMessage | None = None
+        self.finish_turn_called = False
         self.batch: ToolBatch | None = None
+        self.failure: AssistantMessage | None = None
+        # Closing under the caller's cancellation or a BaseException.
+        self.grace_deadline: float | None = None
+        self.shield: trio.CancelScope | None = None
+        self.nursery: trio.Nursery | None = None
+        self.watcher: trio.CancelScope | None = None
         # The caches below assume only the loop changes its working transcript, and only
         # by appending; a hook that receives the live context may edit it in place.
         self.hooks_see_context = any(
@@ -186,81 +245,116 @@ class _Run:
         self._llm_cache: (
             tuple[list[AgentMessage], int, AgentMessage | None, list[Message]] | None
         ) = None
-        # Parallel tools and their on_update emissions emit from several tasks; the
-        # sink is still called for one event at a time, in arrival order (SPEC §8).
-        self._emit_lock = trio.StrictFIFOLock()
+
+    # -- the one emit path ---------------------------------------------------------------
 
     async def emit(self, event: AgentEvent) -> None:
-        if self.emit_concurrently:
-            # The sink orders concurrent calls itself (e.g. a memory channel).
-            value = self._emit_to(event)
-            if value is not None:
-                with trio.CancelScope(shield=True):
-                    await value
-            return
-        lock = self._emit_lock
-        if lock.locked():
-            # Another task (a parallel tool) is inside the sink: queue behind it.
-            with trio.CancelScope(shield=True):
-                async with lock:
-                    value = self._emit_to(event)
-                    if value is not None:
-                        await value
-            return
-        # Fast path, taken per streamed token: no checkpoint, and the lock and a shield
-        # only when the sink actually has something to await.
-        value = self._emit_to(event)
-        if value is None:
-            return
-        lock.acquire_nowait()  # free: nothing ran since locked() was checked
+        """Hand ``event`` to the sink; await it only when the sink says it must."""
+        kind = event.type
+        if kind != "message_update":
+            self._track(event)
         try:
-            # Listeners are outside the run's work scope: an abort never interrupts them.
-            with trio.CancelScope(shield=True):
-                await value
-        finally:
-            lock.release()
+            self.sink.send_nowait(event)
+        except trio.WouldBlock:
+            await self._send_shielded(event)
+
+    def _track(self, event: AgentEvent) -> None:
+        kind = event.type
+        if kind == "message_start":
+            self.open_message = event.message  # type: ignore[union-attr]
+        elif kind == "message_end":
+            self.open_message = None
+            self.new_messages.append(event.message)  # type: ignore[union-attr]
+        elif kind == "turn_start":
+            self.turn_open = True
+        elif kind == "turn_end":
+            self.turn_open = False
+        elif kind == "agent_start":
+            self.started = True
+        elif kind == "agent_end":
+            self.ended = True
+
+    async def _send_shielded(self, event: AgentEvent) -> None:
+        # Listeners are outside the run's work scope: an abort never interrupts them. The
+        # caller's cancellation reaches them only through the grace deadline, which the
+        # watcher sets (a shielded task cannot see that cancellation itself).
+        if self.watcher is None and self.nursery is not None:
+            self.watcher = trio.CancelScope()
+            self.nursery.start_soon(self._watch, self.watcher)
+        with trio.CancelScope(shield=True) as shield:
+            if self.grace_deadline is not None:
+                shield.deadline = self.grace_deadline
+            self.shield = shield
+            try:
+                await self.sink.send(event)
+            finally:
+                self.shield = None
+
+    async def _watch(self, scope: trio.CancelScope) -> None:
+        with scope:
+            try:
+                await trio.sleep_forever()
+            except trio.Cancelled:
+                if not scope.cancel_called:  # the caller's scope, not the run's end
+                    self._bound_closing("cancelled")
+                raise
+
+    def _bound_closing(self, reason: Any) -> None:
+        """The run must now end soon: abort it and bound the listeners' time."""
+        self.signal._abort(reason)
+        if self.grace_deadline is None:
+            self.grace_deadline = trio.current_time() + CLOSING_GRACE_SECONDS
+        if self.shield is not None:
+            self.shield.deadline = min(self.shield.deadline, self.grace_deadline)
 
     async def emit_message(self, message: AgentMessage) -> None:
         await self.emit(MessageStartEvent(message=message))
         await self.emit(MessageEndEvent(message=message))
 
-    # -- running ----------------------------------------------------------------------
+    # -- running -------------------------------------------------------------------------
 
     async def run(self, initial: Sequence[AgentMessage]) -> list[AgentMessage]:
-        """Emit the start events and ``initial``'s message events, then run the main loop,
-        all inside the work scope."""
+        """The run in its nursery (which holds the watcher, when a listener awaits)."""
+        try:
+            async with trio.open_nursery() as nursery:
+                self.nursery = nursery
+                try:
+                    await self._run(initial)
+                finally:
+                    if self.watcher is not None:
+                        self.watcher.cancel()
+        except BaseExceptionGroup as group:
+            raise collapse_exception_group(group) from None
+        return self.new_messages
+
+    async def _run(self, initial: Sequence[AgentMessage]) -> None:
+        cause: BaseException | None = None
         try:
             with open_abort_scope(self.signal) as work:
                 try:
-                    await self.start(initial)
+                    await self.emit(AgentStartEvent())
+                    await self.emit(TurnStartEvent())
+                    await self.deliver(initial)
                     await self.main_loop()
                 except BaseExceptionGroup as group:
                     raise collapse_exception_group(group) from None
-        except trio.Cancelled:
-            # Outer cancellation aborts the run like an abort (SPEC §8): hooks and
-            # listeners see it through the signal; then close the grammar under a shield
-            # and re-raise.
-            if self.signal is not None and not self.signal.aborted:
-                self.signal._abort("cancelled")
-            with trio.CancelScope(shield=True):
-                await self.close_aborted()
-            raise
-        if work.cancelled_caught:
-            await self.close_aborted()
-        return self.new_messages
+        except BaseException as exc:
+            cause = exc
+        else:
+            if not work.cancelled_caught:
+                return
+        await self.close(cause)
 
-    async def start(self, initial: Sequence[AgentMessage]) -> None:
-        await self.emit(AgentStartEvent())
-        await self.emit(TurnStartEvent())
-        self.turn_open = True
-        for message in initial:
-            # An abort stops the prompt batch before its next message (reference §3.12).
+    async def deliver(self, messages: Sequence[AgentMessage]) -> None:
+        """Deliver messages into the transcript, stopping at an abort (reference §3.12)."""
+        for message in messages:
             await trio.lowlevel.checkpoint_if_cancelled()
             await self.emit_message(message)
+            self.context.messages.append(message)
 
     async def poll(self, source: Callable[[], Any] | None) -> list[AgentMessage]:
-        # No queue poll after an abort (SPEC §8): a sync hook or a shielded emit before
-        # this point never checkpointed, so the abort may not have been observed yet.
+        # No queue poll after an abort (SPEC §8): a sync hook or a listener before this
+        # point never checkpointed, so the abort may not have been observed yet.
         await trio.lowlevel.checkpoint_if_cancelled()
         if source is None:
             return []
@@ -284,17 +378,12 @@ class _Run:
                     # An abort in prepare_next_turn ends the run before a new turn starts
                     # and before drained messages are delivered (reference §3.12).
                     await trio.lowlevel.checkpoint_if_cancelled()
+                    self.requested = self.finish_turn_called = False
+                    self.partial = self.response = None
+                    self.batch = None
                     await self.emit(TurnStartEvent())
-                    self.turn_open = True
-                to_emit = self.declare_tool_changes(prepared + pending)
+                await self.deliver(self.declare_tool_changes(prepared + pending))
                 pending = []
-                for message in to_emit:
-                    # An abort (e.g. in the previous message's or turn_start's listener)
-                    # stops the turn before another message is delivered (§3.12).
-                    await trio.lowlevel.checkpoint_if_cancelled()
-                    await self.emit_message(message)
-                    self.context.messages.append(message)
-                    self.new_messages.append(message)
                 await trio.lowlevel.checkpoint_if_cancelled()
 
                 if config.prepare_request is not None:
@@ -303,56 +392,32 @@ class _Run:
                             PrepareRequestContext(
                                 context=self.context,
                                 model=self.model,
-                                thinking_level=self.reasoning or "off",
+                                thinking_level=self.thinking_level,
                             ),
                             self.signal,
                         )
                     )
                     if request_update is not None:
-                        self.apply_request_update(request_update)
+                        self.apply_turn_update(request_update)
 
                 message = await self.stream_assistant_response()
-                self.new_messages.append(message)
+                # An abort that ended the response (cancelling the stream, or a stream
+                # that honoured the signal itself) closes the run (SPEC §8, parity C1).
+                await trio.lowlevel.checkpoint_if_cancelled()
 
-                if message.stop_reason in ("error", "aborted"):
-                    failed_results: list[ToolResultMessage] = []
-                    if (
-                        message.stop_reason == "aborted"
-                        and self.signal is not None
-                        and self.signal.aborted
-                        and any(isinstance(block, ToolCall) for block in message.content)
-                    ):
-                        # A stream that honoured the run's abort itself: its streamed tool
-                        # calls are answered as on the cancelled path (SPEC §8). (Tool
-                        # calls of a response that failed on its own stay unexecuted and
-                        # unanswered, as upstream; providers drop such messages.)
-                        self.batch = ToolBatch.for_message(message, self.emit)
-                        await self.batch.close_aborted()
-                        failed_results = self.batch.result_messages
-                        self.context.messages.extend(failed_results)
-                        self.new_messages.extend(failed_results)
-                    self.last_turn = AgentTurnContext(
-                        message=message,
-                        tool_results=failed_results,
-                        context=self.context,
-                        new_messages=self.new_messages,
-                    )
-                    if config.finish_turn is not None:
-                        await maybe_await(config.finish_turn(self.last_turn, self.signal))
-                    await self.end_turn(message, failed_results)
-                    await self.emit(AgentEndEvent(messages=self.new_messages))
-                    return
-
+                tool_results: list[ToolResultMessage] = []
                 has_more_tool_calls = False
-                tool_results = []
-                if any(isinstance(block, ToolCall) for block in message.content):
-                    batch = ToolBatch.for_message(message, self.emit)
-                    self.batch = batch
+                if message.stop_reason not in ("error", "aborted") and any(
+                    isinstance(block, ToolCall) for block in message.content
+                ):
+                    batch = self.batch = ToolBatch.for_message(
+                        message, self.context.tools, self.emit
+                    )
                     if message.stop_reason == "length":
                         await batch.refuse_truncated()
                     else:
                         await batch.run(
-                            mode=self.tool_mode(batch),
+                            sequential=batch.mode(config.tool_execution),
                             context=self.context,
                             before_tool_call=config.before_tool_call,
                             after_tool_call=config.after_tool_call,
@@ -361,19 +426,12 @@ class _Run:
                     tool_results = batch.result_messages
                     has_more_tool_calls = not batch.terminate
                     self.context.messages.extend(tool_results)
-                    self.new_messages.extend(tool_results)
 
-                self.last_turn = AgentTurnContext(
-                    message=message,
-                    tool_results=tool_results,
-                    context=self.context,
-                    new_messages=self.new_messages,
-                )
-                decision: AgentTurnDecision | None = None
-                if config.finish_turn is not None:
-                    decision = await maybe_await(config.finish_turn(self.last_turn, self.signal))
-                await self.end_turn(message, tool_results)
-                if decision is not None and decision.action == "end":
+                decision = await self.finish_turn(message, tool_results)
+                await self.emit(TurnEndEvent(message=message, tool_results=tool_results))
+                if message.stop_reason in ("error", "aborted") or (
+                    decision is not None and decision.action == "end"
+                ):
                     await self.emit(AgentEndEvent(messages=self.new_messages))
                     return
                 explicit_continuation = decision is not None and decision.action == "continue"
@@ -392,12 +450,22 @@ class _Run:
             break
         await self.emit(AgentEndEvent(messages=self.new_messages))
 
-    async def end_turn(self, message: AgentMessage, tool_results: list[Any]) -> None:
-        self.turn_open = False
-        self.batch = None
-        await self.emit(TurnEndEvent(message=message, tool_results=tool_results))
-        self.assistant = None
-        self.assistant_started = self.assistant_final = self.requesting = False
+    async def finish_turn(
+        self, message: AssistantMessage, tool_results: list[ToolResultMessage]
+    ) -> AgentTurnDecision | None:
+        self.last_turn = AgentTurnContext(
+            message=message,
+            tool_results=tool_results,
+            context=self.context,
+            new_messages=self.new_messages,
+        )
+        self.finish_turn_called = True
+        if self.config.finish_turn is None:
+            return None
+        decision: AgentTurnDecision | None = await maybe_await(
+            self.config.finish_turn(self.last_turn, self.signal)
+        )
+        return decision
 
     def declare_tool_changes(self, pending: list[AgentMessage]) -> list[AgentMessage]:
         """:func:`declare_tool_changes` on the working context, skipped when nothing can
@@ -443,33 +511,20 @@ class _Run:
         self._llm_cache = (messages, len(messages), messages[-1] if messages else None, converted)
         return list(converted)
 
-    def tool_mode(self, batch: ToolBatch) -> Literal["sequential", "parallel"]:
-        if self.config.tool_execution == "sequential":
-            return "sequential"
-        for record in batch.records:
-            tool = next((t for t in self.context.tools if t.name == record.tool_call.name), None)
-            if tool is not None and tool.execution_mode == "sequential":
-                return "sequential"
-        return "parallel"
-
-    def apply_turn_update(self, update: AgentLoopTurnUpdate) -> list[AgentMessage]:
+    def apply_turn_update(
+        self, update: AgentLoopTurnUpdate | AgentRequestUpdate
+    ) -> list[AgentMessage]:
+        """Apply what ``prepare_next_turn`` or ``prepare_request`` replaced; returns the
+        messages to deliver before the next request."""
         if update.context is not None:
             self.context = update.context
         if update.model is not None:
             self.model = update.model
         if update.thinking_level is not None:
-            self.reasoning = _reasoning(update.thinking_level)
-        return list(update.messages or [])
+            self.thinking_level = update.thinking_level
+        return list(getattr(update, "messages", None) or [])
 
-    def apply_request_update(self, update: AgentRequestUpdate) -> None:
-        if update.context is not None:
-            self.context = update.context
-        if update.model is not None:
-            self.model = update.model
-        if update.thinking_level is not None:
-            self.reasoning = _reasoning(update.thinking_level)
-
-    # -- one assistant response ---------------------------------------------------------
+    # -- one assistant response ----------------------------------------------------------
 
     async def stream_assistant_response(self) -> AssistantMessage:
         config = self.config
@@ -484,78 +539,66 @@ class _Run:
             llm_messages: list[Message] = self.convert_incrementally(messages)
         else:
             llm_messages = list(await maybe_await(config.convert_to_llm(messages)))
-        api_key = None
+        api_key = self.options.api_key
         if config.get_api_key is not None:
-            api_key = await maybe_await(config.get_api_key(self.model.provider))
-        options = StreamOptions(
-            reasoning=self.reasoning,
-            api_key=api_key or config.api_key,
-            signal=self.signal,
-            session_id=config.session_id,
-            transport=config.transport,
-            thinking_budgets=config.thinking_budgets,
-            max_retry_delay_ms=config.max_retry_delay_ms,
-            max_retries=config.max_retries,
-            max_tokens=config.max_tokens,
-            temperature=config.temperature,
-            headers=config.headers,
-            on_payload=config.on_payload,
-            on_response=config.on_response,
-            on_provider_stream_event=config.on_provider_stream_event,
+            api_key = await maybe_await(config.get_api_key(self.model.provider)) or api_key
+        options = attrs.evolve(
+            self.options, reasoning=self.thinking_level, api_key=api_key, signal=self.signal
         )
         stream_fn = self.stream_fn if self.stream_fn is not None else get_default_stream_fn()
         # No provider request after an abort, even when the hooks above never checkpointed.
         await trio.lowlevel.checkpoint_if_cancelled()
-        self.requesting = True
+        self.requested = True
         events = await iterate_stream(
             stream_fn, self.model, LlmContext(messages=llm_messages), options
         )
         final: AssistantMessage | None = None
+        context_messages = self.context.messages
         try:
             async for event in events:
                 kind = event.type
-                if kind == "start":
-                    self.assistant = event.partial  # type: ignore[union-attr]
-                    self.context.messages.append(self.assistant)
-                    self.assistant_started = True
-                    await self.emit(MessageStartEvent(message=self.assistant))
-                elif kind == "done":
+                if kind == "done":
                     final = event.message  # type: ignore[union-attr]
                     break
-                elif kind == "error":
+                if kind == "error":
                     final = event.error  # type: ignore[union-attr]
                     break
-                elif self.assistant_started:
-                    self.assistant = event.partial  # type: ignore[union-attr]
-                    self.context.messages[-1] = self.assistant
+                if kind == "start":
+                    self.partial = event.partial  # type: ignore[union-attr]
+                    context_messages.append(self.partial)
+                    await self.emit(MessageStartEvent(message=self.partial))
+                elif self.partial is not None:
+                    self.partial = event.partial  # type: ignore[union-attr]
+                    context_messages[-1] = self.partial
                     await self.emit(
-                        MessageUpdateEvent(message=self.assistant, assistant_message_event=event)
+                        MessageUpdateEvent(message=self.partial, assistant_message_event=event)
                     )
         finally:
             await _aclose(events)
         if final is None:
-            final = self._synthesize("error", "Stream function ended without a done or error event")
-        final = attrs.evolve(final, thinking_level=self.reasoning or "off")
-        await self.finish_assistant(final)
-        return final
+            final = self.synthesize("error", "Stream function ended without a done or error event")
+        return await self.finish_response(final)
 
-    async def finish_assistant(self, final: AssistantMessage) -> None:
-        if self.assistant_started:
+    async def finish_response(self, final: AssistantMessage) -> AssistantMessage:
+        """Commit the turn's final assistant message (``message_start`` first if the
+        stream never started one), stamped with the turn's thinking level."""
+        final = attrs.evolve(final, thinking_level=self.thinking_level)
+        if self.partial is not None:
             self.context.messages[-1] = final
         else:
             self.context.messages.append(final)
-        self.assistant = final
-        if not self.assistant_started:
-            self.assistant_started = True
             await self.emit(MessageStartEvent(message=final))
-        self.assistant_final = True
+        self.partial = None
+        self.response = final
         await self.emit(MessageEndEvent(message=final))
+        return final
 
-    def _synthesize(self, stop_reason: Literal["error", "aborted"], text: str) -> AssistantMessage:
+    def synthesize(self, stop_reason: Literal["error", "aborted"], text: str) -> AssistantMessage:
+        """The streamed partial (or an empty message of the working model) ended with
+        ``stop_reason`` and ``text``."""
+        if self.partial is not None:
+            return attrs.evolve(self.partial, stop_reason=stop_reason, error_message=text)
         model = self.model
-        partial = self.assistant
-        if partial is not None:
-            return attrs.evolve(partial, stop_reason=stop_reason, error_message=text)
         return AssistantMessage(
             content=[],
             api=model.api,
@@ -564,40 +607,130 @@ class _Run:
             usage=Usage(),
             stop_reason=stop_reason,
             error_message=text,
-            thinking_level=self.reasoning or "off",
+            thinking_level=self.thinking_level,
         )
 
-    # -- abort ------------------------------------------------------------------------
+    # -- the one close path --------------------------------------------------------------
 
-    async def close_aborted(self) -> None:
-        """Deliver the closing events of an aborted run (SPEC §8 table). Runs shielded."""
-        if self.turn_open:
-            if self.assistant is None and not self.requesting:
-                # Aborted after turn_start, before the request.
-                message = self._synthesize("aborted", OPERATION_ABORTED)
-                await self.finish_assistant(message)
-                self.new_messages.append(message)
-            elif not self.assistant_final:
-                message = self._synthesize("aborted", REQUEST_ABORTED)
-                message = attrs.evolve(message, thinking_level=self.reasoning or "off")
-                await self.finish_assistant(message)
-                self.new_messages.append(message)
-                if any(isinstance(block, ToolCall) for block in message.content):
-                    # Tool calls that streamed before the abort are answered too: every
-                    # tool call in the transcript gets exactly one result (SPEC §8).
-                    self.batch = ToolBatch.for_message(message, self.emit)
-            assert self.assistant is not None
-            tool_results = []
+    async def close(self, cause: BaseException | None) -> None:
+        """Finish a run that did not end normally, keeping the event grammar (SPEC §8).
+
+        ``cause`` is ``None`` for an abort, an ``Exception`` for a failure (reported
+        in-band with a synthesized failure message, then the run returns), or a
+        ``BaseException`` (the caller's ``Cancelled``, ``KeyboardInterrupt``, ...) that is
+        re-raised once the run is closed like an abort. The caller's cancellation and a
+        ``BaseException`` bound the listeners' time by :data:`CLOSING_GRACE_SECONDS`. An
+        ``Exception`` from a listener while closing turns the rest of the close into the
+        report of that failure; later ones are raised after ``agent_end`` (several as a
+        group). A ``BaseException`` while closing stops delivery there.
+        """
+        if self.ended:
+            # A listener failed on agent_end: nothing may follow it.
+            assert cause is not None
+            raise cause
+        failure = cause if isinstance(cause, Exception) else None
+        if cause is not None and failure is None:
+            self._bound_closing(cause if not isinstance(cause, trio.Cancelled) else "cancelled")
+        errors: list[BaseException] = []
+        while not self.ended:
+            try:
+                if failure is None:
+                    await self._close_aborted()
+                else:
+                    await self._close_failed(failure)
+            except Exception as exc:
+                if failure is None:
+                    failure = exc
+                else:
+                    errors.append(exc)
+            except BaseException as exc:
+                errors.append(exc)
+                break
+        if cause is not None and failure is not cause:
+            errors.insert(0, cause)
+        if errors:
+            raise collapse_errors(errors)
+
+    async def _commit_open_message(self) -> None:
+        """Commit a user, system or tool-result message left between its events (an open
+        assistant partial is the abort's or the failure's to finish)."""
+        message = self.open_message
+        if message is not None and self.partial is None and message is not self.failure:
             if self.batch is not None:
-                await self.batch.close_aborted()
+                self.batch.committed(message)
+            await self.emit(MessageEndEvent(message=message))
+
+    async def _close_aborted(self) -> None:
+        """The closing events of SPEC §8's abort table."""
+        if not self.started:
+            await self.emit(AgentStartEvent())
+        await self._commit_open_message()
+        if self.turn_open:
+            if self.response is None:
+                if self.requested:
+                    await self.finish_response(self.synthesize("aborted", REQUEST_ABORTED))
+                else:
+                    # Aborted after turn_start, before the request.
+                    await self.finish_response(self.synthesize("aborted", OPERATION_ABORTED))
+                    self.finish_turn_called = True  # no response for finish_turn to see
+            response = self.response
+            assert response is not None
+            if self.batch is None and any(isinstance(b, ToolCall) for b in response.content):
+                # Tool calls that streamed before the abort are answered too: every tool
+                # call in the transcript gets exactly one result (SPEC §8).
+                self.batch = ToolBatch.for_message(response, self.context.tools, self.emit)
+            tool_results: list[ToolResultMessage] = []
+            if self.batch is not None:
+                await self.batch.close(None)
                 tool_results = self.batch.result_messages
                 known = {id(m) for m in self.context.messages}
-                for result in tool_results:
-                    if id(result) not in known:
-                        self.context.messages.append(result)
-                        self.new_messages.append(result)
-            await self.end_turn(self.assistant, tool_results)
+                self.context.messages.extend(m for m in tool_results if id(m) not in known)
+            if not self.finish_turn_called and response.stop_reason in ("error", "aborted"):
+                # finish_turn sees a response that an abort ended, once, under a
+                # cancelled scope however the stream ended (parity C1); the shield keeps
+                # the caller's cancellation out of this close path.
+                with trio.CancelScope(shield=True), trio.CancelScope() as cancelled:
+                    cancelled.cancel()
+                    await self.finish_turn(response, tool_results)
+            await self.emit(TurnEndEvent(message=response, tool_results=tool_results))
         await self.emit(AgentEndEvent(messages=self.new_messages))
+
+    async def _close_failed(self, error: Exception) -> None:
+        """Report ``error`` in-band: the failure message closes the run (reference §4.8).
+
+        Executions the failure cut short end with its text (their calls stay unanswered),
+        an open message is committed (an open assistant partial is replaced by the failure
+        message), and ``agent_end`` lists only the failure message. A failure after the
+        last ``turn_end`` opens a turn for its report, unless the run was aborted: an abort
+        never starts a turn, so the failure message then stands outside a turn.
+        """
+        text = str(error) or type(error).__name__
+        if self.failure is None:
+            model = self.config.model
+            self.failure = AssistantMessage(
+                content=[TextContent(text="")],
+                api=model.api,
+                provider=model.provider,
+                model=model.id,
+                stop_reason="aborted" if self.signal.aborted else "error",
+                error_message=text,
+            )
+        message = self.failure
+        if not self.started:
+            await self.emit(AgentStartEvent())
+        if self.batch is not None:
+            await self.batch.close(text)
+        await self._commit_open_message()
+        if not (self.new_messages and self.new_messages[-1] is message):
+            if not self.turn_open and not self.signal.aborted:
+                await self.emit(TurnStartEvent())
+            if self.open_message is None:
+                await self.emit(MessageStartEvent(message=message))
+            self.partial = None
+            await self.emit(MessageEndEvent(message=message))
+        if self.turn_open:
+            await self.emit(TurnEndEvent(message=message, tool_results=[]))
+        await self.emit(AgentEndEvent(messages=[message]))
 
 
 async def _aclose(events: AsyncIterator[AssistantMessageEvent]) -> None:
@@ -609,54 +742,47 @@ async def _aclose(events: AsyncIterator[AssistantMessageEvent]) -> None:
             await aclose()
 
 
-def _working_context(context: AgentContext, messages: list[AgentMessage]) -> AgentContext:
-    return AgentContext(messages=messages, tools=list(context.tools))
+def _working_context(context: AgentContext) -> AgentContext:
+    return AgentContext(messages=list(context.messages), tools=list(context.tools))
 
 
 async def run_agent_loop(
     prompts: Sequence[AgentMessage],
     context: AgentContext,
     config: AgentLoopConfig,
-    emit: AgentEventSink,
+    emit: AnySink,
     *,
     signal: AbortSignal | None = None,
     stream_fn: StreamFn | None = None,
-    emit_concurrently: bool = False,
 ) -> list[AgentMessage]:
-    """Run the agent on new prompt messages and return the messages the run produced.
+    """Run the agent on new prompt messages and return the messages the run delivered.
 
     Emits ``agent_start``, ``turn_start``, the prompts' (and tool declarations')
     ``message_start``/``message_end``, then turns until the model stops asking for tools
-    and the queues are empty. ``emit`` is awaited for every event; the loop does not go on
-    until it returns. The caller's ``context`` is not modified.
+    and the queues are empty. ``emit`` (an :class:`AgentEventSink`, or a callable
+    ``emit(event)`` that may return an awaitable) handles every event before the loop goes
+    on; it is never called concurrently, and events of parallel tools reach it from this
+    task. The caller's ``context`` is not modified.
 
-    ``emit`` is never called concurrently: events of parallel tools (and their
-    ``on_update`` progress) wait for each other. With ``emit_concurrently=True`` the loop
-    calls ``emit`` from each tool's task as its events occur, for sinks that order
-    concurrent calls themselves (a memory channel's ``send``, :class:`~trio_agent.Agent`);
-    each task still waits for its own call to finish.
+    Every run ends with ``agent_end``, with the event grammar closed (see the guide,
+    "Abort and cancellation" and "Failures"):
 
-    Aborting ``signal`` cancels whatever the run awaits (provider read, tool, hook) at once
-    and closes the run with its closing events (see the guide, "Abort and cancellation");
-    the function then returns normally.
-    Cancelling the caller's scope does the same (the signal, if any, becomes aborted with
-    reason ``"cancelled"``) and re-raises ``trio.Cancelled``.
+    - aborting ``signal`` cancels whatever the run awaits (provider read, tool, hook) at
+      once and closes the run; the function then returns normally;
+    - an ``Exception`` from a hook, the stream function or ``emit`` is reported in-band
+      by a synthesized failure message (``stop_reason`` ``"error"``, or ``"aborted"`` after
+      an abort), and the function returns normally;
+    - cancelling the caller's scope closes the run like an abort (the signal becomes
+      aborted with reason ``"cancelled"``) and re-raises ``trio.Cancelled``; a
+      ``BaseException`` does the same and propagates as itself. ``emit`` then has
+      :data:`CLOSING_GRACE_SECONDS` to take the closing events.
 
     Raises:
-        Exception: whatever a hook, the stream function or ``emit`` raised (the run ends
-            without ``agent_end``).
+        Exception: what ``emit`` raised on ``agent_end`` (nothing may follow it), or what it
+            raised again while a failure was being reported (several as a group).
     """
     initial = declare_tool_changes(context.messages, list(prompts), context.tools)
-    new_messages = list(initial)
-    run = _Run(
-        _working_context(context, [*context.messages, *initial]),
-        config,
-        emit,
-        signal,
-        stream_fn,
-        new_messages,
-        emit_concurrently,
-    )
+    run = _Run(_working_context(context), config, _as_sink(emit), signal, stream_fn)
     return await run.run(initial)
 
 
@@ -671,11 +797,10 @@ def _check_continuable(context: AgentContext) -> None:
 async def run_agent_loop_continue(
     context: AgentContext,
     config: AgentLoopConfig,
-    emit: AgentEventSink,
+    emit: AnySink,
     *,
     signal: AbortSignal | None = None,
     stream_fn: StreamFn | None = None,
-    emit_concurrently: bool = False,
 ) -> list[AgentMessage]:
     """Continue from an existing context (its last message must not be an assistant one).
 
@@ -687,16 +812,29 @@ async def run_agent_loop_continue(
             ``Cannot continue from message role: assistant`` (before any event).
     """
     _check_continuable(context)
-    run = _Run(
-        _working_context(context, list(context.messages)),
-        config,
-        emit,
-        signal,
-        stream_fn,
-        [],
-        emit_concurrently,
-    )
+    run = _Run(_working_context(context), config, _as_sink(emit), signal, stream_fn)
     return await run.run(())
+
+
+class _ChannelSink:
+    """A memory channel's send side whose consumer may leave early."""
+
+    __slots__ = ("_send",)
+
+    def __init__(self, send: trio.MemorySendChannel[AgentEvent]) -> None:
+        self._send = send
+
+    def send_nowait(self, event: AgentEvent) -> None:
+        try:
+            self._send.send_nowait(event)
+        except trio.BrokenResourceError:
+            pass  # the consumer left the block: the closing events have nobody to go to
+
+    async def send(self, event: AgentEvent) -> None:
+        try:
+            await self._send.send(event)
+        except trio.BrokenResourceError:
+            pass
 
 
 @asynccontextmanager
@@ -705,17 +843,9 @@ async def _open_loop(
 ) -> AsyncIterator[trio.MemoryReceiveChannel[AgentEvent]]:
     send, receive = trio.open_memory_channel[AgentEvent](max_buffer_size)
 
-    async def emit(event: AgentEvent) -> None:
-        try:
-            await send.send(event)
-        except trio.BrokenResourceError:
-            # The consumer left the block: the closing events of the cancelled run have
-            # nobody to go to.
-            pass
-
     async def drive() -> None:
         try:
-            await runner(emit)
+            await runner(_ChannelSink(send))
         finally:
             # close(), not aclose(): aclose() is a checkpoint, and the cancellation that
             # the consumer's exit (on end of channel) triggers would replace the run's
@@ -731,7 +861,6 @@ async def _open_loop(
                 # Leaving the block (early or not) ends the loop: nothing outlives it.
                 nursery.cancel_scope.cancel(reason="open_agent_loop block exited")
     except BaseExceptionGroup as group:
-        # One error at a time: the run's or the block's (policy in collapse_exception_group).
         raise collapse_exception_group(group) from None
 
 
@@ -749,17 +878,11 @@ def open_agent_loop(
 
     The channel ends after ``agent_end``. With ``max_buffer_size=0`` the loop waits until
     the consumer has received each event. Leaving the block early cancels the loop. An
-    exception of the run propagates out of the block.
+    exception of the run (one it cannot report in-band) propagates out of the block.
     """
     return _open_loop(
-        lambda emit: run_agent_loop(
-            prompts,
-            context,
-            config,
-            emit,
-            signal=signal,
-            stream_fn=stream_fn,
-            emit_concurrently=True,  # channel sends are ordered by the channel
+        lambda sink: run_agent_loop(
+            prompts, context, config, sink, signal=signal, stream_fn=stream_fn
         ),
         max_buffer_size,
     )
@@ -780,13 +903,8 @@ def open_agent_loop_continue(
     """
     _check_continuable(context)
     return _open_loop(
-        lambda emit: run_agent_loop_continue(
-            context,
-            config,
-            emit,
-            signal=signal,
-            stream_fn=stream_fn,
-            emit_concurrently=True,  # channel sends are ordered by the channel
+        lambda sink: run_agent_loop_continue(
+            context, config, sink, signal=signal, stream_fn=stream_fn
         ),
         max_buffer_size,
     )

@@ -1,9 +1,14 @@
-"""One turn's tool batch: preparation, validation, hooks, sequential or parallel execution.
+"""Tool calls: the one runner of a call, and one turn's tool batch.
 
 Reference: upstream-agent.md §3.5-§3.9; SPEC §6 and §8. Tool failures are data (an
 ``Exception`` from a tool or a tool-level hook becomes an error result); cancellation is an
-exception and propagates. Parallel executions are tasks of one nursery, so nothing outlives
-the batch.
+exception and propagates.
+
+Every execution is a task of the batch's nursery, sequential batches included; the task
+that runs the batch (the run's own task) dispatches its children's events, which a memory
+channel carries to it (``tool_execution_update`` progress and ``tool_execution_end``). So
+listeners are only ever called from the run's task, one event at a time, and a tool's
+``on_update`` never blocks it.
 """
 
 from __future__ import annotations
@@ -31,36 +36,29 @@ from ._hooks import (
     BeforeToolCallContext,
     BeforeToolCallResult,
 )
-from ._messages import (
-    AssistantMessage,
-    TextContent,
-    ToolCall,
-    ToolResultMessage,
-)
+from ._messages import AssistantMessage, TextContent, ToolCall, ToolResultMessage
 from ._tools import AgentTool, AgentToolResult, AgentToolUpdateCallback
-from ._util import collapse_exception_group, maybe_await
+from ._util import maybe_await
 from ._validation import validate_tool_arguments
 
 __all__ = [
     "AfterToolCallHook",
     "AgentToolCallOutcome",
     "BeforeToolCallHook",
-    "CallRecord",
     "ToolBatch",
-    "aborted_result",
     "error_result",
     "run_tool_call",
 ]
 
 BeforeToolCallHook = Callable[
-    [BeforeToolCallContext, AbortSignal | None],
+    [BeforeToolCallContext, AbortSignal],
     BeforeToolCallResult | Awaitable[BeforeToolCallResult | None] | None,
 ]
 """``before_tool_call(context, signal)``: return ``BeforeToolCallResult(block=True)`` to
 prevent execution."""
 
 AfterToolCallHook = Callable[
-    [AfterToolCallContext, AbortSignal | None],
+    [AfterToolCallContext, AbortSignal],
     AfterToolCallResult | Awaitable[AfterToolCallResult | None] | None,
 ]
 """``after_tool_call(context, signal)``: return field overrides for the result."""
@@ -75,15 +73,12 @@ TRUNCATED_TEMPLATE = (
 
 
 def error_result(text: str, *, terminate: bool | None = None) -> AgentToolResult:
-    """An error result whose only content is ``text`` (``details`` is ``{}``)."""
-    return AgentToolResult(
-        content=[TextContent(text=text)], details={}, is_error=True, terminate=terminate
-    )
+    """An error result made by the loop: ``text`` as its only content, ``details`` ``{}``.
 
-
-def aborted_result() -> AgentToolResult:
-    """The result given to tool calls that an abort left without one."""
-    return error_result(OPERATION_ABORTED)
+    The error flag is not part of it: it travels beside the result
+    (:attr:`AgentToolCallOutcome.is_error`, the event's and the message's ``is_error``).
+    """
+    return AgentToolResult(content=[TextContent(text=text)], details={}, terminate=terminate)
 
 
 def _exception_text(exc: BaseException) -> str:
@@ -92,11 +87,30 @@ def _exception_text(exc: BaseException) -> str:
 
 @attrs.frozen(kw_only=True)
 class AgentToolCallOutcome:
-    """Final outcome of one tool call after hooks (what :func:`run_tool_call` returns)."""
+    """The outcome of one tool call after its hooks (what :func:`run_tool_call` returns)."""
 
     tool_call: ToolCall
     result: AgentToolResult
     is_error: bool
+    """Whether the model sees the result as an error (``after_tool_call`` may change it)."""
+    duration_ms: int | None = None
+    """How long ``execute()`` took on Trio's clock; ``None`` when the tool never ran."""
+
+
+def _immediate(
+    tool_call: ToolCall, text: str, terminate: bool | None = None
+) -> AgentToolCallOutcome:
+    return AgentToolCallOutcome(
+        tool_call=tool_call, result=error_result(text, terminate=terminate), is_error=True
+    )
+
+
+def find_tool(tools: Sequence[AgentTool], name: str) -> AgentTool | None:
+    """The first tool called ``name``."""
+    for tool in tools:
+        if tool.name == name:
+            return tool
+    return None
 
 
 @attrs.frozen
@@ -106,34 +120,26 @@ class _Prepared:
     args: dict[str, Any]
 
 
-@attrs.define
-class CallRecord:
-    """Progress of one tool call of the current batch (read by the loop's abort path)."""
+@attrs.frozen(kw_only=True)
+class _Hooks:
+    """What every call of a batch shares."""
 
-    tool_call: ToolCall
-    started: bool = False
-    ended: bool = False
-    result: AgentToolResult | None = None
-    is_error: bool = True
-    duration_ms: int | None = None
-    execute_started_at: float | None = None
-    """Trio time when ``execute()`` was called (``None`` if it never ran)."""
-    message: ToolResultMessage | None = None
-    message_emitted: bool = False
+    assistant_message: AssistantMessage
+    context: AgentContext
+    before_tool_call: BeforeToolCallHook | None
+    after_tool_call: AfterToolCallHook | None
+    signal: AbortSignal
 
 
 async def _prepare(
-    tool_call: ToolCall,
-    *,
-    tools: Sequence[AgentTool],
-    assistant_message: AssistantMessage,
-    context: AgentContext,
-    before_tool_call: BeforeToolCallHook | None,
-    signal: AbortSignal | None,
-) -> _Prepared | AgentToolResult:
-    tool = next((t for t in tools if t.name == tool_call.name), None)
+    tool_call: ToolCall, tool: AgentTool | None, hooks: _Hooks
+) -> _Prepared | AgentToolCallOutcome:
+    """Reference §3.5, with the abort checked first (parity B1)."""
+    signal = hooks.signal
+    if signal.aborted:
+        return _immediate(tool_call, OPERATION_ABORTED)
     if tool is None:
-        return error_result(f"Tool {tool_call.name} not found")
+        return _immediate(tool_call, f"Tool {tool_call.name} not found")
     try:
         prepared_call = tool_call
         if tool.prepare_arguments is not None:
@@ -141,121 +147,81 @@ async def _prepare(
             if new_args is not tool_call.arguments:
                 prepared_call = attrs.evolve(tool_call, arguments=new_args)
         args = validate_tool_arguments(tool, prepared_call)
-        if before_tool_call is not None:
+        if hooks.before_tool_call is not None:
             decision = await maybe_await(
-                before_tool_call(
+                hooks.before_tool_call(
                     BeforeToolCallContext(
-                        assistant_message=assistant_message,
+                        assistant_message=hooks.assistant_message,
                         tool_call=tool_call,
                         args=args,
-                        context=context,
+                        context=hooks.context,
                     ),
                     signal,
                 )
             )
-            if signal is not None and signal.aborted:
-                return aborted_result()
+            if signal.aborted:
+                return _immediate(tool_call, OPERATION_ABORTED)
             if decision is not None and decision.block:
-                return error_result(
+                return _immediate(
+                    tool_call,
                     decision.reason or "Tool execution was blocked",
-                    terminate=True if decision.terminate is True else None,
+                    True if decision.terminate is True else None,
                 )
     except Exception as exc:
-        return error_result(_exception_text(exc))
-    if signal is not None and signal.aborted:
-        return aborted_result()
+        return _immediate(tool_call, _exception_text(exc))
+    if signal.aborted:
+        return _immediate(tool_call, OPERATION_ABORTED)
     return _Prepared(tool_call, tool, args)
 
 
 async def _execute(
-    prepared: _Prepared,
-    *,
-    signal: AbortSignal | None,
-    on_update: Callable[[AgentToolResult], Awaitable[None]] | None,
-    nursery: trio.Nursery,
-) -> tuple[AgentToolResult, bool, int]:
-    """Run ``execute``; updates are emitted in order, all before this returns.
-
-    Update emissions run in a helper task started in ``nursery`` (the batch's) on the first
-    ``on_update`` call, so a tool that reports no progress costs no extra task.
-    """
+    prepared: _Prepared, hooks: _Hooks, on_update: AgentToolUpdateCallback | None
+) -> AgentToolCallOutcome:
+    """``execute`` then ``after_tool_call``. Updates are accepted until ``execute``
+    settles; later ``on_update`` calls are ignored."""
     accepting = True
-    send_updates: trio.MemorySendChannel[AgentToolResult] | None = None
-    drained = trio.Event()
-
-    async def drain(receive: trio.MemoryReceiveChannel[AgentToolResult]) -> None:
-        assert on_update is not None
-        async with receive:
-            async for partial in receive:
-                await on_update(partial)
-        drained.set()
 
     def update(partial: AgentToolResult) -> None:
-        # Sync and non-blocking for the tool: the emission happens in a helper task,
-        # serialized with every other event. Calls after execute() settled are dropped.
-        nonlocal send_updates
-        if not accepting or on_update is None:
-            return
-        if send_updates is None:
-            send_updates, receive = trio.open_memory_channel[AgentToolResult](math.inf)
-            nursery.start_soon(drain, receive)
-        send_updates.send_nowait(partial)
+        if accepting and on_update is not None:
+            on_update(partial)
 
+    tool, call = prepared.tool, prepared.tool_call
     started = trio.current_time()
     try:
-        result = await prepared.tool.execute(
-            prepared.tool_call.id, prepared.args, _signal_or_dummy(signal), update
-        )
+        result = await tool.execute(call.id, prepared.args, hooks.signal, update)
         if not isinstance(result, AgentToolResult):
             raise TypeError(
-                f"tool {prepared.tool.name!r} returned {type(result).__name__}, "
-                "expected AgentToolResult"
+                f"tool {tool.name!r} returned {type(result).__name__}, expected AgentToolResult"
             )
         is_error = result.is_error is True
     except Exception as exc:
         result, is_error = error_result(_exception_text(exc)), True
     finally:
         accepting = False
-        if send_updates is not None:
-            send_updates.close()
     duration_ms = round((trio.current_time() - started) * 1000)
-    if send_updates is not None:
-        await drained.wait()
-    return result, is_error, duration_ms
+    if hooks.after_tool_call is not None:
+        result, is_error = await _after(prepared, result, is_error, hooks)
+    return AgentToolCallOutcome(
+        tool_call=call, result=result, is_error=is_error, duration_ms=duration_ms
+    )
 
 
-_DUMMY_SIGNAL = AbortSignal()
-
-
-def _signal_or_dummy(signal: AbortSignal | None) -> AbortSignal:
-    # Tools always receive a signal object; without a run signal it never aborts.
-    return signal if signal is not None else _DUMMY_SIGNAL
-
-
-async def _finalize(
-    prepared: _Prepared,
-    result: AgentToolResult,
-    is_error: bool,
-    *,
-    assistant_message: AssistantMessage,
-    context: AgentContext,
-    after_tool_call: AfterToolCallHook | None,
-    signal: AbortSignal | None,
+async def _after(
+    prepared: _Prepared, result: AgentToolResult, is_error: bool, hooks: _Hooks
 ) -> tuple[AgentToolResult, bool]:
-    if after_tool_call is None:
-        return result, is_error
+    assert hooks.after_tool_call is not None
     try:
         override = await maybe_await(
-            after_tool_call(
+            hooks.after_tool_call(
                 AfterToolCallContext(
-                    assistant_message=assistant_message,
+                    assistant_message=hooks.assistant_message,
                     tool_call=prepared.tool_call,
                     args=prepared.args,
                     result=result,
                     is_error=is_error,
-                    context=context,
+                    context=hooks.context,
                 ),
-                signal,
+                hooks.signal,
             )
         )
     except Exception as exc:
@@ -269,13 +235,14 @@ async def _finalize(
         changes["structured_content"] = override.structured_content
     elif override.structured_content is not None:
         changes["structured_content"] = override.structured_content
-    for name in ("details", "usage", "terminate", "is_error"):
+    for name in ("details", "usage", "terminate"):
         value = getattr(override, name)
         if value is not None:
             changes[name] = value
+    # The is_error override changes the flag beside the result, not the result (parity W1).
     if override.is_error is not None:
         is_error = override.is_error
-    return attrs.evolve(result, **changes), is_error
+    return (attrs.evolve(result, **changes) if changes else result), is_error
 
 
 async def run_tool_call(
@@ -292,244 +259,266 @@ async def run_tool_call(
     """Run one tool call through prepare, validate, ``before_tool_call``, execute and
     ``after_tool_call``, without emitting events or touching any transcript.
 
-    Tool and hook failures come back as error outcomes. Cancellation propagates.
+    Tool and hook failures come back as error outcomes; an aborted ``signal`` gives the
+    ``Operation aborted`` outcome. Cancellation propagates.
     """
-
-    async def forward(partial: AgentToolResult) -> None:
-        assert on_update is not None
-        on_update(partial)
-        await trio.lowlevel.checkpoint()
-
-    prepared = await _prepare(
-        tool_call,
-        tools=tools,
+    hooks = _Hooks(
         assistant_message=assistant_message,
         context=context,
         before_tool_call=before_tool_call,
-        signal=signal,
-    )
-    if isinstance(prepared, AgentToolResult):
-        return AgentToolCallOutcome(tool_call=tool_call, result=prepared, is_error=True)
-    try:
-        async with trio.open_nursery() as nursery:
-            result, is_error, _ = await _execute(
-                prepared,
-                signal=signal,
-                on_update=forward if on_update is not None else None,
-                nursery=nursery,
-            )
-    except BaseExceptionGroup as group:
-        raise collapse_exception_group(group) from None
-    result, is_error = await _finalize(
-        prepared,
-        result,
-        is_error,
-        assistant_message=assistant_message,
-        context=context,
         after_tool_call=after_tool_call,
-        signal=signal,
+        signal=signal if signal is not None else AbortSignal(),
     )
-    return AgentToolCallOutcome(tool_call=tool_call, result=result, is_error=is_error)
+    prepared = await _prepare(tool_call, find_tool(tools, tool_call.name), hooks)
+    if isinstance(prepared, AgentToolCallOutcome):
+        return prepared
+    return await _execute(prepared, hooks, on_update)
 
 
-def _result_message(record: CallRecord) -> ToolResultMessage:
-    result = record.result
-    assert result is not None
-    return ToolResultMessage(
-        tool_call_id=record.tool_call.id,
-        tool_name=record.tool_call.name,
-        content=list(result.content or []),
-        details=result.details,
-        usage=result.usage,
-        is_error=record.is_error,
-        duration_ms=record.duration_ms,
-    )
+@attrs.define(eq=False)
+class _Call:
+    """Where one call of the batch is. Each flag turns true when its event was handed to
+    the sink, whatever the listeners then did."""
+
+    tool_call: ToolCall
+    tool: AgentTool | None
+    started: bool = False
+    outcome: AgentToolCallOutcome | None = None
+    ended: bool = False
+    executing_since: float | None = None
+    message: ToolResultMessage | None = None
+    published: bool = False
+
+
+_Children = tuple[
+    trio.MemorySendChannel[tuple[_Call, AgentEvent]],
+    trio.MemoryReceiveChannel[tuple[_Call, AgentEvent]],
+]
 
 
 @attrs.define(eq=False)
 class ToolBatch:
     """The tool calls of one assistant message and their progress.
 
-    The loop creates one per turn with tool calls and runs it with :meth:`run` (or
-    :meth:`refuse_truncated`); after an abort, :meth:`close_aborted` answers every call
-    that has no result yet.
+    The loop makes one per turn with tool calls and runs it (:meth:`run` or
+    :meth:`refuse_truncated`); a run that ends badly closes it with :meth:`close`.
     """
 
     assistant_message: AssistantMessage
-    records: list[CallRecord]
+    calls: list[_Call]
     emit: Emit
-    """The loop's emitter (already shielded from the run's abort)."""
+    """The run's emitter."""
+    _children: _Children | None = None
 
     @classmethod
-    def for_message(cls, message: AssistantMessage, emit: Emit) -> ToolBatch:
-        calls = [block for block in message.content if isinstance(block, ToolCall)]
-        return cls(message, [CallRecord(call) for call in calls], emit)
+    def for_message(
+        cls, message: AssistantMessage, tools: Sequence[AgentTool], emit: Emit
+    ) -> ToolBatch:
+        """A batch for the tool calls of ``message``, each looked up once in ``tools``."""
+        calls = [
+            _Call(block, find_tool(tools, block.name))
+            for block in message.content
+            if isinstance(block, ToolCall)
+        ]
+        return cls(message, calls, emit)
 
-    # -- event helpers --------------------------------------------------------------
-
-    async def _start(self, record: CallRecord) -> None:
-        record.started = True
-        call = record.tool_call
-        await self.emit(
-            ToolExecutionStartEvent(tool_call_id=call.id, tool_name=call.name, args=call.arguments)
+    def mode(self, configured: Literal["sequential", "parallel"]) -> bool:
+        """Whether the batch runs sequentially: configured so, or one of its tools asks."""
+        return configured == "sequential" or any(
+            call.tool is not None and call.tool.execution_mode == "sequential"
+            for call in self.calls
         )
-
-    async def _end(
-        self,
-        record: CallRecord,
-        result: AgentToolResult,
-        is_error: bool,
-        duration_ms: int | None = None,
-    ) -> None:
-        record.result, record.is_error, record.duration_ms = result, is_error, duration_ms
-        record.ended = True
-        call = record.tool_call
-        await self.emit(
-            ToolExecutionEndEvent(
-                tool_call_id=call.id,
-                tool_name=call.name,
-                result=result,
-                is_error=is_error,
-                duration_ms=duration_ms,
-            )
-        )
-
-    async def _publish(self, record: CallRecord) -> None:
-        if record.message is None:
-            record.message = _result_message(record)
-        record.message_emitted = True
-        await self.emit(MessageStartEvent(message=record.message))
-        await self.emit(MessageEndEvent(message=record.message))
-
-    def _update_emitter(self, record: CallRecord) -> Callable[[AgentToolResult], Awaitable[None]]:
-        call = record.tool_call
-
-        async def on_update(partial: AgentToolResult) -> None:
-            if record.ended:
-                return
-            await self.emit(
-                ToolExecutionUpdateEvent(
-                    tool_call_id=call.id,
-                    tool_name=call.name,
-                    args=call.arguments,
-                    partial_result=partial,
-                )
-            )
-
-        return on_update
 
     @property
     def result_messages(self) -> list[ToolResultMessage]:
         """The published result messages, in source order."""
-        return [r.message for r in self.records if r.message_emitted and r.message]
+        return [call.message for call in self.calls if call.published and call.message]
 
     @property
     def terminate(self) -> bool:
         """True when at least one call finished and every finished result terminates."""
-        finished = [r for r in self.records if r.result is not None]
-        return bool(finished) and all(r.result.terminate is True for r in finished if r.result)
+        finished = [call.outcome for call in self.calls if call.outcome is not None]
+        return bool(finished) and all(o.result.terminate is True for o in finished)
 
-    # -- running ----------------------------------------------------------------------
+    # -- events -------------------------------------------------------------------------
+
+    async def _start(self, call: _Call) -> None:
+        call.started = True
+        tool_call = call.tool_call
+        await self.emit(
+            ToolExecutionStartEvent(
+                tool_call_id=tool_call.id, tool_name=tool_call.name, args=tool_call.arguments
+            )
+        )
+
+    def _end_event(self, call: _Call) -> ToolExecutionEndEvent:
+        outcome = call.outcome
+        assert outcome is not None
+        return ToolExecutionEndEvent(
+            tool_call_id=outcome.tool_call.id,
+            tool_name=outcome.tool_call.name,
+            result=outcome.result,
+            is_error=outcome.is_error,
+            duration_ms=outcome.duration_ms,
+        )
+
+    async def _end(self, call: _Call, outcome: AgentToolCallOutcome) -> None:
+        call.outcome = outcome
+        call.ended = True
+        await self.emit(self._end_event(call))
+
+    async def _publish(self, call: _Call) -> None:
+        outcome = call.outcome
+        assert outcome is not None
+        if call.message is None:
+            call.message = ToolResultMessage(
+                tool_call_id=outcome.tool_call.id,
+                tool_name=outcome.tool_call.name,
+                content=list(outcome.result.content or []),
+                details=outcome.result.details,
+                usage=outcome.result.usage,
+                is_error=outcome.is_error,
+                duration_ms=outcome.duration_ms,
+            )
+            await self.emit(MessageStartEvent(message=call.message))
+        call.published = True
+        await self.emit(MessageEndEvent(message=call.message))
+
+    # -- running ------------------------------------------------------------------------
 
     async def refuse_truncated(self) -> None:
         """Fail every call without running it: the response hit the output token limit."""
-        for record in self.records:
-            await self._start(record)
-            await self._end(
-                record, error_result(TRUNCATED_TEMPLATE.format(name=record.tool_call.name)), True
-            )
-            await self._publish(record)
+        for call in self.calls:
+            await self._start(call)
+            text = TRUNCATED_TEMPLATE.format(name=call.tool_call.name)
+            await self._end(call, _immediate(call.tool_call, text))
+            await self._publish(call)
 
     async def run(
         self,
         *,
-        mode: Literal["sequential", "parallel"],
+        sequential: bool,
         context: AgentContext,
         before_tool_call: BeforeToolCallHook | None,
         after_tool_call: AfterToolCallHook | None,
-        signal: AbortSignal | None,
+        signal: AbortSignal,
     ) -> None:
-        """Execute the batch (reference §3.6)."""
-        tools = context.tools
+        """Execute the batch (reference §3.6).
 
-        async def prepare(record: CallRecord) -> _Prepared | AgentToolResult:
-            return await _prepare(
-                record.tool_call,
-                tools=tools,
-                assistant_message=self.assistant_message,
-                context=context,
-                before_tool_call=before_tool_call,
-                signal=signal,
-            )
-
-        async def execute_and_finalize(
-            record: CallRecord, prepared: _Prepared, nursery: trio.Nursery
-        ) -> None:
-            if signal is not None and signal.aborted:
-                await self._end(record, aborted_result(), True)
-                return
-            record.execute_started_at = trio.current_time()
-            result, is_error, duration = await _execute(
-                prepared,
-                signal=signal,
-                on_update=self._update_emitter(record),
-                nursery=nursery,
-            )
-            record.duration_ms = duration
-            result, is_error = await _finalize(
-                prepared,
-                result,
-                is_error,
-                assistant_message=self.assistant_message,
-                context=context,
-                after_tool_call=after_tool_call,
-                signal=signal,
-            )
-            await self._end(record, result, is_error, duration)
-
-        # Sequential: each call is prepared, executed and published before the next.
-        # Parallel: all calls are prepared first (preflight), then the allowed ones run as
-        # tasks of the batch's nursery, and results are published in source order.
-        sequential = mode == "sequential"
-        async with trio.open_nursery() as nursery:  # tool tasks and update emitters
-            deferred: list[tuple[CallRecord, _Prepared]] = []
-            for record in self.records:
-                await self._start(record)
-                prepared = await prepare(record)
-                if isinstance(prepared, AgentToolResult):
-                    await self._end(record, prepared, True)
-                elif sequential:
-                    await execute_and_finalize(record, prepared, nursery)
-                else:
-                    deferred.append((record, prepared))
-                if sequential:
-                    await self._publish(record)
-                if signal is not None and signal.aborted:
-                    await trio.lowlevel.checkpoint()  # the run's abort scope stops here
-                    break
-            for record, prepared in deferred:
-                nursery.start_soon(execute_and_finalize, record, prepared, nursery)
-        if not sequential:
-            for record in self.records:
-                if record.ended:
-                    await self._publish(record)
-
-    async def close_aborted(self) -> None:
-        """Answer, in source order, every call the abort left without a result.
-
-        Must run shielded. Calls that finished but were not yet published get their own
-        result message; the others get ``Operation aborted``.
+        Sequential: each call is prepared, executed and published before the next.
+        Parallel: every call is prepared first (preflight), then the prepared ones run as
+        tasks of one nursery, and results are published in source order. Either way this
+        task dispatches the executions' events as they arrive; an abort stops the batch at
+        the next checkpoint, and the run's close path answers what is left.
         """
-        for record in self.records:
-            if record.message_emitted:
+        hooks = _Hooks(
+            assistant_message=self.assistant_message,
+            context=context,
+            before_tool_call=before_tool_call,
+            after_tool_call=after_tool_call,
+            signal=signal,
+        )
+        send, _ = self._children = trio.open_memory_channel[tuple[_Call, AgentEvent]](math.inf)
+
+        async def execute(call: _Call, prepared: _Prepared) -> None:
+            tool_call = call.tool_call
+
+            def on_update(partial: AgentToolResult) -> None:
+                update = ToolExecutionUpdateEvent(
+                    tool_call_id=tool_call.id,
+                    tool_name=tool_call.name,
+                    args=tool_call.arguments,
+                    partial_result=partial,
+                )
+                send.send_nowait((call, update))
+
+            call.executing_since = trio.current_time()
+            call.outcome = await _execute(prepared, hooks, on_update)
+            send.send_nowait((call, self._end_event(call)))
+
+        async with trio.open_nursery() as nursery:
+            deferred: list[tuple[_Call, _Prepared]] = []
+            for call in self.calls:
+                await self._start(call)
+                # An abort (say, in a tool_execution_start listener) stops the batch
+                # before the call's preparation (parity B1).
+                await trio.lowlevel.checkpoint_if_cancelled()
+                prepared = await _prepare(call.tool_call, call.tool, hooks)
+                if isinstance(prepared, AgentToolCallOutcome):
+                    await self._end(call, prepared)
+                elif sequential:
+                    nursery.start_soon(execute, call, prepared)
+                    await self._dispatch(1)
+                else:
+                    deferred.append((call, prepared))
+                if sequential:
+                    await self._publish(call)
+                await trio.lowlevel.checkpoint_if_cancelled()
+            for call, prepared in deferred:
+                nursery.start_soon(execute, call, prepared)
+            await self._dispatch(len(deferred))
+        if not sequential:
+            for call in self.calls:
+                await self._publish(call)
+
+    async def _dispatch(self, running: int) -> None:
+        """Dispatch the executions' events until ``running`` of them have ended."""
+        assert self._children is not None
+        receive = self._children[1]
+        while running:
+            try:
+                call, event = receive.receive_nowait()
+            except trio.WouldBlock:
+                call, event = await receive.receive()
+            if isinstance(event, ToolExecutionEndEvent):
+                call.ended = True
+                running -= 1
+            await self.emit(event)
+
+    # -- closing ------------------------------------------------------------------------
+
+    def committed(self, message: object) -> None:
+        """The run committed ``message`` (a result message a failure left open)."""
+        for call in self.calls:
+            if call.message is message:
+                call.published = True
+
+    async def close(self, failure: str | None) -> None:
+        """Close the batch of a run that ended badly; its executions have stopped.
+
+        After an abort (``failure`` is ``None``) every call gets exactly one result, in
+        source order: what the executions reported is delivered first, calls that finished
+        keep their outcome, the others end with ``Operation aborted``. After a failure,
+        executions cut short end with the failure's text and their calls stay unanswered
+        (SPEC §8).
+        """
+        if failure is not None:
+            for call in self.calls:
+                if call.started and not call.ended:
+                    await self._end(call, _immediate(call.tool_call, failure))
+            return
+        if self._children is not None:
+            receive = self._children[1]
+            while True:
+                try:
+                    call, event = receive.receive_nowait()
+                except trio.WouldBlock:
+                    break
+                if isinstance(event, ToolExecutionEndEvent):
+                    call.ended = True
+                await self.emit(event)
+        for call in self.calls:
+            if call.published:
                 continue
-            if not record.started:
-                await self._start(record)
-            if not record.ended:
-                # A call the abort interrupted did run: report how long (SPEC §2.2).
-                duration = record.duration_ms
-                if duration is None and record.execute_started_at is not None:
-                    elapsed = trio.current_time() - record.execute_started_at
-                    duration = round(elapsed * 1000)
-                await self._end(record, aborted_result(), True, duration)
-            await self._publish(record)
+            if not call.started:
+                await self._start(call)
+            if not call.ended:
+                if call.outcome is None:
+                    outcome = _immediate(call.tool_call, OPERATION_ABORTED)
+                    if call.executing_since is not None:
+                        # A call the abort interrupted did run: report for how long.
+                        elapsed = trio.current_time() - call.executing_since
+                        outcome = attrs.evolve(outcome, duration_ms=round(elapsed * 1000))
+                    call.outcome = outcome
+                await self._end(call, call.outcome)
+            await self._publish(call)

@@ -10,7 +10,12 @@ import attrs
 
 T = TypeVar("T")
 
-__all__ = ["fixup_module_metadata", "maybe_await"]
+__all__ = [
+    "collapse_errors",
+    "collapse_exception_group",
+    "fixup_module_metadata",
+    "maybe_await",
+]
 
 
 async def maybe_await(value: Awaitable[T] | T) -> T:
@@ -58,30 +63,44 @@ def fixup_module_metadata(module_name: str, namespace: dict[str, Any]) -> None:
 
 
 def collapse_exception_group(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """Pick the one exception to raise from a nursery's group.
+    """The exception to raise for a nursery's group, by trio's policy.
 
-    Policy (used wherever the public API can only fail with one error): a
-    ``KeyboardInterrupt`` wins; otherwise the first exception that is not
-    ``trio.Cancelled``; otherwise the first ``Cancelled`` (so an enclosing cancel scope
-    still catches it). Siblings are cancelled before a group forms, so the others are
-    almost always ``Cancelled`` echoes of the first.
+    Policy (the one place it is written down): a ``KeyboardInterrupt`` or ``SystemExit``
+    comes first, with the other errors chained as its ``__context__``; otherwise
+    ``Cancelled`` echoes are dropped when a real error is there, a single real error is
+    raised as itself, and several real errors are kept together in a group (never "the
+    first one wins"); a group of ``Cancelled`` only becomes one ``Cancelled`` so the
+    enclosing cancel scope still catches it.
     """
+    return collapse_errors(_leaves(group))
+
+
+def collapse_errors(errors: list[BaseException]) -> BaseException:
+    """:func:`collapse_exception_group` for a plain list of (non-empty) errors."""
     import trio
 
-    leaves: list[BaseException] = []
-
-    def walk(exc: BaseException) -> None:
-        if isinstance(exc, BaseExceptionGroup):
-            for inner in exc.exceptions:
-                walk(inner)
-        else:
-            leaves.append(exc)
-
-    walk(group)
-    for exc in leaves:
-        if isinstance(exc, KeyboardInterrupt):
+    leaves = [leaf for error in errors for leaf in _leaves(error)]
+    real = [exc for exc in leaves if not isinstance(exc, trio.Cancelled)]
+    for exc in real:
+        if isinstance(exc, KeyboardInterrupt | SystemExit):
+            others = [other for other in real if other is not exc]
+            if others and exc.__context__ is None:
+                exc.__context__ = _group(others)
             return exc
-    for exc in leaves:
-        if not isinstance(exc, trio.Cancelled):
-            return exc
-    return leaves[0]
+    if not real:
+        return leaves[0]
+    return _group(real)
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
+
+
+def _group(errors: list[BaseException]) -> BaseException:
+    if len(errors) == 1:
+        return errors[0]
+    if all(isinstance(exc, Exception) for exc in errors):
+        return ExceptionGroup("several errors", errors)  # type: ignore[type-var]  # checked
+    return BaseExceptionGroup("several errors", errors)

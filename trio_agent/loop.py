@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from ._hooks import AgentContext as AgentContext
+from ._loop import CLOSING_GRACE_SECONDS as CLOSING_GRACE_SECONDS
 from ._loop import AgentEventSink as AgentEventSink
 from ._loop import AgentLoopConfig as AgentLoopConfig
 from ._loop import default_convert_to_llm as default_convert_to_llm

@@ -21,6 +21,7 @@ from trio_agent import (
     AgentToolUpdateCallback,
     AssistantMessage,
     Model,
+    StreamOptions,
     TextContent,
     ToolCall,
     ToolResultMessage,
@@ -401,7 +402,9 @@ async def test_loop_two_turns_with_a_tool(
     system = create_initial_system_message(SYSTEM_PROMPT, [to_tool_declaration(WEATHER_TOOL)])
     assert system is not None
     context = AgentContext(messages=[system], tools=[WEATHER_TOOL])
-    config = AgentLoopConfig(model=make_model(script, sse_server), api_key="sk-test")
+    config = AgentLoopConfig(
+        model=make_model(script, sse_server), stream_options=StreamOptions(api_key="sk-test")
+    )
     seen: list[AgentEvent] = []
 
     async def emit(event: AgentEvent) -> None:
