@@ -44,6 +44,7 @@ EXPECTED: dict[types.ModuleType, set[str]] = {
     },
     trio_agent.loop: {
         "AfterToolCallHook", "AgentContext", "AgentEventSink", "AgentLoopConfig",
+        "CLOSING_GRACE_SECONDS",
         "AgentToolCallOutcome", "BeforeToolCallHook", "default_convert_to_llm",
         "open_agent_loop", "open_agent_loop_continue", "run_agent_loop",
         "run_agent_loop_continue", "run_tool_call",
