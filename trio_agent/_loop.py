@@ -639,9 +639,9 @@ class _Run:
                 else:
                     await self._close_failed(failure)
             except Exception as exc:
-                if failure is None:
+                if failure is None and not self.ended:
                     failure = exc
-                else:
+                else:  # raised on agent_end, or while reporting a failure
                     errors.append(exc)
             except BaseException as exc:
                 errors.append(exc)
