@@ -153,7 +153,7 @@ async def _run(scenario: Scenario) -> None:
     assert last.stop_reason == "stop"
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=1000, deadline=None)
 @given(scenarios)
 def test_abort_anywhere_keeps_the_run_well_formed(scenario: Scenario) -> None:
     trio.run(_run, scenario, clock=trio.testing.MockClock(autojump_threshold=0))
@@ -223,6 +223,19 @@ class FailureScenario:
     mode: str
     fail_at: int  # the listener raises on this event index
     tokens_per_second: float | None
+    error: str = "ValueError"  # what it raises (a BaseException closes the run like an abort)
+
+
+class CustomInterrupt(BaseException):
+    pass
+
+
+ERRORS: dict[str, type[BaseException]] = {
+    "ValueError": ValueError,
+    "KeyboardInterrupt": KeyboardInterrupt,
+    "SystemExit": SystemExit,
+    "CustomInterrupt": CustomInterrupt,
+}
 
 
 failure_scenarios = st.builds(
@@ -231,6 +244,7 @@ failure_scenarios = st.builds(
     mode=st.sampled_from(["parallel", "sequential"]),
     fail_at=st.integers(0, 50),
     tokens_per_second=st.sampled_from([None, 20.0]),
+    error=st.sampled_from(list(ERRORS)),
 )
 
 
@@ -258,24 +272,41 @@ async def _run_failure(scenario: FailureScenario) -> None:
         events.append(event)
         if armed[0] and len(events) - 1 == scenario.fail_at and event.type != "agent_end":
             armed[0] = False
-            raise ValueError("listener failed")
+            raise ERRORS[scenario.error]("listener failed")
 
     agent.subscribe(listener)
-    await agent.prompt("go")
+    error_type = ERRORS[scenario.error]
+    try:
+        await agent.prompt("go")
+    except error_type:
+        assert not armed[0] and not issubclass(error_type, Exception)
     assert_grammar(events)
-    if not armed[0]:
+    if not armed[0] and issubclass(error_type, Exception):
         last = agent.state.messages[-1]
         assert isinstance(last, AssistantMessage)
         assert last.error_message == "listener failed"
         assert agent.state.error_message == "listener failed"
+    elif not armed[0]:
+        # Closed like an abort: every tool call in the transcript has exactly one result.
+        called = [
+            block.id
+            for m in agent.state.messages
+            if isinstance(m, AssistantMessage)
+            for block in m.content
+            if isinstance(block, ToolCall)
+        ]
+        answered = [
+            m.tool_call_id for m in agent.state.messages if isinstance(m, ToolResultMessage)
+        ]
+        assert sorted(called) == sorted(answered)
     assert agent.state.is_streaming is False
     assert agent.signal is None
     assert agent.state.pending_tool_calls == frozenset()
     committed = [e.message for e in events if e.type == "message_end"]
-    assert agent.state.messages[-len(committed) :] == committed
+    assert agent.state.messages[len(agent.state.messages) - len(committed) :] == committed
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=1000, deadline=None)
 @given(failure_scenarios)
 def test_a_listener_failure_anywhere_keeps_the_run_well_formed(
     scenario: FailureScenario,
