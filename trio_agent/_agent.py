@@ -328,10 +328,10 @@ class _Delivery:
         agent._reduce(event)
         listeners = agent._listener_order
         signal = self._signal
-        for index, listener in enumerate(listeners):
+        for listener in listeners:
             value = listener.fn(event, signal) if listener.takes_signal else listener.fn(event)
             if value is not None and inspect.isawaitable(value):
-                self._resume = (event, value, listeners, index + 1)
+                self._resume = (event, value, listeners, listeners.index(listener) + 1)
                 raise trio.WouldBlock
 
     async def send(self, event: AgentEvent) -> None:

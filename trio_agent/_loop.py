@@ -62,7 +62,13 @@ from ._streaming import (
     get_default_stream_fn,
     iterate_stream,
 )
-from ._tool_execution import AfterToolCallHook, BeforeToolCallHook, ToolBatch
+from ._tool_execution import (
+    AfterToolCallHook,
+    BeforeToolCallHook,
+    Children,
+    ToolBatch,
+    open_children,
+)
 from ._transcript import declare_tool_changes
 from ._util import collapse_errors, collapse_exception_group, maybe_await
 
@@ -223,6 +229,8 @@ class _Run:
         self.finish_turn_called = False
         self.batch: ToolBatch | None = None
         self.failure: AssistantMessage | None = None
+        self.children: Children | None = None
+        self._request: tuple[str | None, ThinkingLevel, StreamOptions] | None = None
         # Closing under the caller's cancellation or a BaseException.
         self.grace_deadline: float | None = None
         self.shield: trio.CancelScope | None = None
@@ -410,8 +418,10 @@ class _Run:
                 if message.stop_reason not in ("error", "aborted") and any(
                     isinstance(block, ToolCall) for block in message.content
                 ):
+                    if self.children is None:
+                        self.children = open_children()
                     batch = self.batch = ToolBatch.for_message(
-                        message, self.context.tools, self.emit
+                        message, self.context.tools, self.emit, self.children
                     )
                     if message.stop_reason == "length":
                         await batch.refuse_truncated()
@@ -542,9 +552,13 @@ class _Run:
         api_key = self.options.api_key
         if config.get_api_key is not None:
             api_key = await maybe_await(config.get_api_key(self.model.provider)) or api_key
-        options = attrs.evolve(
-            self.options, reasoning=self.thinking_level, api_key=api_key, signal=self.signal
-        )
+        request = self._request
+        if request is None or request[:2] != (api_key, self.thinking_level):
+            options = attrs.evolve(
+                self.options, reasoning=self.thinking_level, api_key=api_key, signal=self.signal
+            )
+            self._request = request = (api_key, self.thinking_level, options)
+        options = request[2]
         stream_fn = self.stream_fn if self.stream_fn is not None else get_default_stream_fn()
         # No provider request after an abort, even when the hooks above never checkpointed.
         await trio.lowlevel.checkpoint_if_cancelled()
@@ -554,6 +568,7 @@ class _Run:
         )
         final: AssistantMessage | None = None
         context_messages = self.context.messages
+        sink = self.sink
         try:
             async for event in events:
                 kind = event.type
@@ -568,13 +583,20 @@ class _Run:
                     context_messages.append(self.partial)
                     await self.emit(MessageStartEvent(message=self.partial))
                 elif self.partial is not None:
-                    self.partial = event.partial  # type: ignore[union-attr]
-                    context_messages[-1] = self.partial
-                    await self.emit(
-                        MessageUpdateEvent(message=self.partial, assistant_message_event=event)
-                    )
-        finally:
-            await _aclose(events)
+                    # The per-token path: self.emit inlined (an update changes no
+                    # "where are we" state), so a listener that does not await costs
+                    # one call.
+                    self.partial = partial = event.partial  # type: ignore[union-attr]
+                    context_messages[-1] = partial
+                    update = MessageUpdateEvent(message=partial, assistant_message_event=event)
+                    try:
+                        sink.send_nowait(update)
+                    except trio.WouldBlock:
+                        await self._send_shielded(update)
+        except BaseException:
+            await _aclose(events, bounded=True)
+            raise
+        await _aclose(events, bounded=False)
         if final is None:
             final = self.synthesize("error", "Stream function ended without a done or error event")
         return await self.finish_response(final)
@@ -733,13 +755,18 @@ class _Run:
         await self.emit(AgentEndEvent(messages=[message]))
 
 
-async def _aclose(events: AsyncIterator[AssistantMessageEvent]) -> None:
+async def _aclose(events: AsyncIterator[AssistantMessageEvent], *, bounded: bool) -> None:
     aclose = getattr(events, "aclose", None)
-    if aclose is not None:
-        # Graceful cleanup of the provider's HTTP stream, bounded and shielded so it also
-        # runs when the run was cancelled.
-        with trio.move_on_after(5, shield=True):
-            await aclose()
+    if aclose is None:
+        return
+    if not bounded:
+        # After its terminal event a stream only cleans up.
+        await aclose()
+        return
+    # The run is failing or cancelled: clean up the provider's HTTP stream anyway,
+    # shielded and bounded.
+    with trio.move_on_after(5, shield=True):
+        await aclose()
 
 
 def _working_context(context: AgentContext) -> AgentContext:

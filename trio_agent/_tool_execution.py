@@ -45,8 +45,10 @@ __all__ = [
     "AfterToolCallHook",
     "AgentToolCallOutcome",
     "BeforeToolCallHook",
+    "Children",
     "ToolBatch",
     "error_result",
+    "open_children",
     "run_tool_call",
 ]
 
@@ -290,10 +292,16 @@ class _Call:
     published: bool = False
 
 
-_Children = tuple[
+Children = tuple[
     trio.MemorySendChannel[tuple[_Call, AgentEvent]],
     trio.MemoryReceiveChannel[tuple[_Call, AgentEvent]],
 ]
+
+
+def open_children() -> Children:
+    """A channel for the events of a batch's executions (unbounded: ``on_update`` never
+    blocks a tool)."""
+    return trio.open_memory_channel[tuple[_Call, AgentEvent]](math.inf)
 
 
 @attrs.define(eq=False)
@@ -308,19 +316,28 @@ class ToolBatch:
     calls: list[_Call]
     emit: Emit
     """The run's emitter."""
-    _children: _Children | None = None
+    _children: Children | None = None
 
     @classmethod
     def for_message(
-        cls, message: AssistantMessage, tools: Sequence[AgentTool], emit: Emit
+        cls,
+        message: AssistantMessage,
+        tools: Sequence[AgentTool],
+        emit: Emit,
+        children: Children | None = None,
     ) -> ToolBatch:
-        """A batch for the tool calls of ``message``, each looked up once in ``tools``."""
+        """A batch for the tool calls of ``message``, each looked up once in ``tools``.
+
+        ``children`` is the channel that carries the executions' events to the batch's
+        task (one per run is enough: a batch ends only once its executions' events were
+        all dispatched); without one the batch opens its own when it runs.
+        """
         calls = [
             _Call(block, find_tool(tools, block.name))
             for block in message.content
             if isinstance(block, ToolCall)
         ]
-        return cls(message, calls, emit)
+        return cls(message, calls, emit, children)
 
     def mode(self, configured: Literal["sequential", "parallel"]) -> bool:
         """Whether the batch runs sequentially: configured so, or one of its tools asks."""
@@ -418,7 +435,9 @@ class ToolBatch:
             after_tool_call=after_tool_call,
             signal=signal,
         )
-        send, _ = self._children = trio.open_memory_channel[tuple[_Call, AgentEvent]](math.inf)
+        if self._children is None:
+            self._children = open_children()
+        send = self._children[0]
 
         async def execute(call: _Call, prepared: _Prepared) -> None:
             tool_call = call.tool_call
