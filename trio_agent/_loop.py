@@ -647,9 +647,10 @@ class _Run:
         group). A ``BaseException`` while closing stops delivery there.
         """
         if self.ended:
-            # A listener failed on agent_end: nothing may follow it.
-            assert cause is not None
-            raise cause
+            # Nothing may follow agent_end: a listener's failure there leaves as itself.
+            if cause is not None:
+                raise cause
+            return
         failure = cause if isinstance(cause, Exception) else None
         if cause is not None and failure is None:
             self._bound_closing(cause if not isinstance(cause, trio.Cancelled) else "cancelled")
@@ -697,9 +698,14 @@ class _Run:
                     self.finish_turn_called = True  # no response for finish_turn to see
             response = self.response
             assert response is not None
-            if self.batch is None and any(isinstance(b, ToolCall) for b in response.content):
+            if (
+                self.batch is None
+                and response.stop_reason != "error"
+                and any(isinstance(b, ToolCall) for b in response.content)
+            ):
                 # Tool calls that streamed before the abort are answered too: every tool
-                # call in the transcript gets exactly one result (SPEC §8).
+                # call in the transcript gets exactly one result (SPEC §8). Those of a
+                # response that failed on its own stay unanswered, as on the normal path.
                 self.batch = ToolBatch.for_message(response, self.context.tools, self.emit)
             tool_results: list[ToolResultMessage] = []
             if self.batch is not None:
