@@ -608,3 +608,78 @@ async def test_run_tool_call_outcome_carries_the_duration(
         is_error=False,
         duration_ms=250,
     )
+
+
+# ---------------------------------------------------------------------------------------
+# F14: what a failure leaves in turn_end and agent_end (kept as upstream, documented)
+
+
+async def test_f14_a_failure_reports_only_the_failure_message_in_turn_end_and_agent_end() -> None:
+    agent, _ = make_agent(
+        [calls(("done", "a"), ("done", "b"))],
+        [make_tool("done", _done)],
+        tool_execution="sequential",
+    )
+    before = EventRecorder()
+    after = EventRecorder()
+    results = 0
+
+    def failing(event: AgentEvent) -> None:
+        nonlocal results
+        if event.type == "message_end" and event.message.role == "toolResult":
+            results += 1
+            if results == 1:
+                raise RuntimeError("listener failed")
+
+    agent.subscribe(before)
+    agent.subscribe(failing)
+    agent.subscribe(after)
+    await agent.prompt("go")
+    roles = [e.message.role for e in before.of_type("message_end")]
+    assert roles == ["user", "assistant", "toolResult", "assistant"]
+    failure = agent.state.messages[-1]
+    assert before.of_type("turn_end")[0].tool_results == []
+    assert before.of_type("agent_end")[0].messages == [failure]
+    # The listener after the raising one missed that event, then got the failure sequence.
+    assert [e.message.role for e in after.of_type("message_end")] == [
+        "user",
+        "assistant",
+        "assistant",
+    ]
+    assert [m.role for m in agent.state.messages] == [
+        "system",
+        "user",
+        "assistant",
+        "toolResult",
+        "assistant",
+    ]
+
+
+# ---------------------------------------------------------------------------------------
+# Logging: run failures and aborts
+
+
+async def test_run_failures_and_aborts_are_logged(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    caplog.set_level(logging.DEBUG, logger="trio_agent.loop")
+    agent, _ = make_agent([faux_assistant_message("hi"), faux_assistant_message("again")])
+
+    def failing(event: AgentEvent) -> None:
+        if event.type == "turn_start":
+            raise RuntimeError("listener failed")
+
+    unsubscribe = agent.subscribe(failing)
+    await agent.prompt("go")
+    unsubscribe()
+
+    def aborting(event: AgentEvent) -> None:
+        if event.type == "turn_start":
+            agent.abort("enough")
+
+    agent.subscribe(aborting)
+    await agent.prompt("again")
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("WARNING", "run failed: RuntimeError: listener failed"),
+        ("DEBUG", "run aborted (reason: 'enough')"),
+    ]

@@ -191,7 +191,12 @@ class AgentStartEvent:
 
 @attrs.frozen(kw_only=True)
 class AgentEndEvent:
-    """Last event of a run; ``messages`` are the messages the run produced."""
+    """Last event of a run; ``messages`` are the messages the run delivered (each had its
+    ``message_end``).
+
+    When a failure closes the run, ``messages`` holds only the synthesized failure
+    message: the run's record is its ``message_end`` events (or ``Agent.state.messages``).
+    """
 
     messages: list[AgentMessage]
     type: Literal["agent_end"] = "agent_end"
@@ -206,7 +211,11 @@ class TurnStartEvent:
 
 @attrs.frozen(kw_only=True)
 class TurnEndEvent:
-    """A turn ended; ``tool_results`` are its tool-result messages in source order."""
+    """A turn ended; ``tool_results`` are its tool-result messages in source order.
+
+    When a failure closes the turn, ``message`` is the synthesized failure message and
+    ``tool_results`` is empty, even if some results were committed before the failure.
+    """
 
     message: AgentMessage
     tool_results: list[ToolResultMessage]

@@ -14,6 +14,7 @@ and no task switch, and one that awaits is shielded from the abort. Every run en
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -82,6 +83,8 @@ __all__ = [
     "run_agent_loop",
     "run_agent_loop_continue",
 ]
+
+logger = logging.getLogger("trio_agent.loop")
 
 REQUEST_ABORTED = "Request was aborted"
 OPERATION_ABORTED = "Operation aborted"
@@ -652,6 +655,12 @@ class _Run:
                 raise cause
             return
         failure = cause if isinstance(cause, Exception) else None
+        if failure is not None:
+            logger.warning("run failed: %s", _describe(failure))
+        elif cause is None:
+            logger.debug("run aborted (reason: %r)", self.signal.reason)
+        else:
+            logger.debug("run ended by %s, closing it", type(cause).__name__)
         if cause is not None and failure is None:
             self._bound_closing(cause if not isinstance(cause, trio.Cancelled) else "cancelled")
         errors: list[BaseException] = []
@@ -663,6 +672,7 @@ class _Run:
                     await self._close_failed(failure)
             except Exception as exc:
                 if failure is None and not self.ended:
+                    logger.warning("run failed while closing: %s", _describe(exc))
                     failure = exc
                 else:  # raised on agent_end, or while reporting a failure
                     errors.append(exc)
@@ -759,6 +769,10 @@ class _Run:
         if self.turn_open:
             await self.emit(TurnEndEvent(message=message, tool_results=[]))
         await self.emit(AgentEndEvent(messages=[message]))
+
+
+def _describe(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
 
 
 async def _aclose(events: AsyncIterator[AssistantMessageEvent], *, bounded: bool) -> None:
