@@ -52,13 +52,13 @@ __all__ = [
     "MODEL",
     "ScriptedStream",
     "assistant_message",
-    "channel_round_trips",
+    "direct_dispatch",
     "current_rss_bytes",
     "emit_line",
     "final_text_events",
     "noop_tool",
     "peak_rss_bytes",
-    "pipelined_sends",
+    "tool_turns",
     "replay",
     "result_line",
     "run_trio",
@@ -217,56 +217,44 @@ def sleep_tool(seconds: float) -> AgentTool:
 # Floors: the same amount of raw Trio work without the agent
 
 
-async def _noop(item: object) -> None:
-    pass
+async def direct_dispatch(
+    events: EventScript, listener: Callable[[object], object], *, awaiting: bool
+) -> float:
+    """Seconds to iterate a scripted stream and hand each event to one listener in this
+    task: called directly (a sync listener) or awaited under a shield (an ``async def``
+    one). The shape of the agent's dispatch: the run's own task calls its listeners."""
+    start = time.perf_counter()
+    async for event in replay(events):
+        if awaiting:
+            with trio.CancelScope(shield=True):
+                await listener(event)  # type: ignore[misc]  # an async listener here
+        else:
+            listener(event)
+    return time.perf_counter() - start
 
 
-async def channel_round_trips(count: int) -> float:
-    """Seconds for ``count`` request/acknowledge round trips through unbuffered memory
-    channels to one consumer task that awaits a no-op per item.
+async def tool_turns(
+    turns: int, events_per_turn: int, listener: Callable[[object], object], *, awaiting: bool
+) -> float:
+    """Seconds for ``turns`` times the raw Trio work of a tool turn: a nursery with one
+    task that sends its result over a memory channel to this task, and
+    ``events_per_turn`` listener calls as in :func:`direct_dispatch`."""
+    send, receive = trio.open_memory_channel[int](math.inf)
 
-    This is the shape of the agent's barrier events: the loop hands an event to the
-    dispatcher and waits until its listener has run.
-    """
-    send, receive = trio.open_memory_channel[int](0)
-    ack_send, ack_receive = trio.open_memory_channel[None](0)
+    async def tool() -> None:
+        send.send_nowait(1)
 
-    async def consumer() -> None:
-        async with receive, ack_send:
-            async for item in receive:
-                await _noop(item)
-                await ack_send.send(None)
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(consumer)
-        async with send, ack_receive:
-            start = time.perf_counter()
-            for item in range(count):
-                await send.send(item)
-                await ack_receive.receive()
-            elapsed = time.perf_counter() - start
-    return elapsed
-
-
-async def pipelined_sends(count: int, buffer: int = 16) -> float:
-    """Seconds for ``count`` one-way sends through a channel with a ``buffer``-slot
-    buffer to one consumer that awaits a no-op per item, until the consumer is done.
-
-    The shape of the agent's pipelined ``message_update`` events (SPEC §8 relaxation).
-    """
-    send, receive = trio.open_memory_channel[int](buffer)
-    async with trio.open_nursery() as nursery:
-
-        async def consumer() -> None:
-            async with receive:
-                async for item in receive:
-                    await _noop(item)
-
-        nursery.start_soon(consumer)
-        start = time.perf_counter()
-        async with send:
-            for item in range(count):
-                await send.send(item)
+    start = time.perf_counter()
+    for _ in range(turns):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(tool)
+            await receive.receive()
+        for event in range(events_per_turn):
+            if awaiting:
+                with trio.CancelScope(shield=True):
+                    await listener(event)  # type: ignore[misc]  # an async listener here
+            else:
+                listener(event)
     return time.perf_counter() - start
 
 

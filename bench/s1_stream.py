@@ -1,9 +1,11 @@
 """S1: one prompt whose response streams 20,000 one-character text deltas.
 
-One counting listener is subscribed. Reported: µs per text delta for the whole
-``prompt()`` (all events of the run included). Floor: 20,000 channel round trips to an
-awaited no-op consumer; extras give the pipelined floor (one-way sends through the
-agent's 16-slot buffer shape) and the scripted stream's own cost per event.
+One counting listener is subscribed: a plain function (``"listener": "sync"``) or an
+``async def`` (``"listener": "async"``). Reported: µs per text delta for the whole
+``prompt()`` (all events of the run included). Floor: the same stream iterated in one
+task that hands every event to the same listener itself (called, or awaited under a
+shield), which is the agent's dispatch without the agent; an extra gives the scripted
+stream's own cost per event.
 """
 
 from __future__ import annotations
@@ -31,8 +33,7 @@ from ._common import (
     MODEL,
     ScriptedStream,
     assistant_message,
-    channel_round_trips,
-    pipelined_sends,
+    direct_dispatch,
     replay,
     result_line,
     run_trio,
@@ -60,7 +61,7 @@ def build_script(deltas: int = DELTAS) -> list[AssistantMessageEvent]:
     return events
 
 
-def run_agent(script: list[AssistantMessageEvent]) -> tuple[float, int]:
+def run_agent(script: list[AssistantMessageEvent], *, awaiting: bool = False) -> tuple[float, int]:
     """One timed ``prompt()``; returns (seconds, events the listener counted)."""
     agent = Agent(AgentInitialState(model=MODEL), stream_fn=ScriptedStream([script]))
     counted = 0
@@ -69,7 +70,11 @@ def run_agent(script: list[AssistantMessageEvent]) -> tuple[float, int]:
         nonlocal counted
         counted += 1
 
-    agent.subscribe(count)
+    async def count_async(event: AgentEvent) -> None:
+        nonlocal counted
+        counted += 1
+
+    agent.subscribe(count_async if awaiting else count)
 
     async def main() -> float:
         start = time.perf_counter()
@@ -80,6 +85,16 @@ def run_agent(script: list[AssistantMessageEvent]) -> tuple[float, int]:
     if agent.state.error_message is not None:
         raise RuntimeError(f"S1 run failed: {agent.state.error_message}")
     return elapsed, counted
+
+
+def _listener(awaiting: bool) -> Callable[[object], object]:
+    def count(event: object) -> None:
+        pass
+
+    async def count_async(event: object) -> None:
+        pass
+
+    return count_async if awaiting else count
 
 
 def stream_only(script: list[AssistantMessageEvent]) -> float:
@@ -101,32 +116,34 @@ def profile_target() -> Callable[[], object]:
 
 
 def run(runs: int) -> list[dict[str, Any]]:
-    """Measure S1 ``runs`` times (after one warm-up run) and return its result line."""
+    """Measure S1 ``runs`` times (after one warm-up run) per listener kind and return the
+    result lines."""
     script = build_script()
-    run_agent(script)  # warm-up: imports, caches, allocator
-    agent_us: list[float] = []
-    floor_us: list[float] = []
-    pipelined_us: list[float] = []
-    stream_us: list[float] = []
-    events = 0
-    for _ in range(runs):
-        elapsed, events = run_agent(script)
-        agent_us.append(elapsed / DELTAS * 1e6)
-        floor = functools.partial(channel_round_trips, DELTAS)
-        floor_us.append(run_trio(floor) / DELTAS * 1e6)
-        pipelined = functools.partial(pipelined_sends, DELTAS)
-        pipelined_us.append(run_trio(pipelined) / DELTAS * 1e6)
-        stream_us.append(stream_only(script) / DELTAS * 1e6)
-    return [
-        result_line(
-            "S1",
-            "us/event",
-            agent_us,
-            floor_us,
-            deltas=DELTAS,
-            events_delivered=events,
-            floor_round_trips=DELTAS,
-            floor_pipelined_median=statistics.median(pipelined_us),
-            stream_us_per_event=statistics.median(stream_us),
+    lines = []
+    for awaiting in (False, True):
+        run_agent(script, awaiting=awaiting)  # warm-up: imports, caches, allocator
+        agent_us: list[float] = []
+        floor_us: list[float] = []
+        stream_us: list[float] = []
+        events = 0
+        for _ in range(runs):
+            elapsed, events = run_agent(script, awaiting=awaiting)
+            agent_us.append(elapsed / DELTAS * 1e6)
+            floor = functools.partial(
+                direct_dispatch, script, _listener(awaiting), awaiting=awaiting
+            )
+            floor_us.append(run_trio(floor) / DELTAS * 1e6)
+            stream_us.append(stream_only(script) / DELTAS * 1e6)
+        lines.append(
+            result_line(
+                "S1",
+                "us/event",
+                agent_us,
+                floor_us,
+                listener="async" if awaiting else "sync",
+                deltas=DELTAS,
+                events_delivered=events,
+                stream_us_per_event=statistics.median(stream_us),
+            )
         )
-    ]
+    return lines
