@@ -47,8 +47,8 @@ from collections.abc import (
     Iterable,
     Mapping,
 )
+from contextlib import aclosing
 from email.utils import parsedate_to_datetime
-from functools import partial
 from typing import Any, Literal, Protocol, TypeAlias
 
 import attrs
@@ -471,17 +471,8 @@ def _is_terminal(event: AssistantMessageEvent) -> bool:
     return isinstance(event, DoneEvent | ErrorEvent)
 
 
-def _collect(
-    produce: Callable[[], Iterable[AssistantMessageEvent]],
-) -> tuple[list[AssistantMessageEvent], BaseException | None]:
-    # Run a mapper method, keeping the events it produced before it raised.
-    events: list[AssistantMessageEvent] = []
-    try:
-        for event in produce():
-            events.append(event)
-    except Exception as exc:
-        return events, exc
-    return events, None
+class _Aborted(Exception):
+    """Raised inside the stream when ``options.signal`` is found aborted."""
 
 
 async def _unwind(frames: AsyncGenerator[httpx_sse.ServerSentEvent, None]) -> None:
@@ -513,169 +504,179 @@ async def stream_http(
     and closes the HTTP response; an abort of ``options.signal`` ends the stream with the
     aborted outcome instead.
     """
-    builder = AssistantMessageBuilder(api=model.api, provider=model.provider, model=model.id)
-    signal = options.signal
-    secrets: list[str] = []  # the key and caller-supplied auth header values
+    stream = _HttpStream(api, model, context, options, env)
+    # The one exit for every failure and abort: whatever the steps raise (an ordinary
+    # exception, never a cancellation) ends the stream with one terminal event here.
+    # Events the steps produced before raising have already been yielded.
+    async with aclosing(stream.events()) as events:
+        while True:
+            try:
+                event = await anext(events)
+            except StopAsyncIteration:
+                return
+            except Exception as exc:
+                yield stream.terminal_for(exc)
+                return
+            yield event
 
-    def aborted() -> bool:
+
+class _HttpStream:
+    """The steps of :func:`stream_http` for one request.
+
+    :meth:`events` yields the events of a run that goes well and raises on anything
+    else; :func:`stream_http` turns what it raises into the terminal event
+    (:meth:`terminal_for`).
+    """
+
+    def __init__(
+        self,
+        api: HttpApi,
+        model: Model,
+        context: LlmContext,
+        options: StreamOptions,
+        env: HttpEnv,
+    ) -> None:
+        self.api = api
+        self.model = model
+        self.context = context
+        self.options = options
+        self.env = env
+        self.builder = AssistantMessageBuilder(
+            api=model.api, provider=model.provider, model=model.id
+        )
+        self.secrets: list[str] = []  # the key and caller-supplied auth header values
+
+    def aborted(self) -> bool:
+        signal = self.options.signal
         return signal is not None and signal.aborted
 
-    def fail(exc_or_message: BaseException | str) -> ErrorEvent:
-        message = exc_or_message if isinstance(exc_or_message, str) else error_text(exc_or_message)
-        return builder.error(redact(message, *secrets))
+    def check_abort(self) -> None:
+        if self.aborted():
+            raise _Aborted
 
-    if aborted():
-        yield builder.aborted()
-        return
+    def terminal_for(self, exc: Exception) -> ErrorEvent:
+        """The terminal event for a stream that ended by raising ``exc``."""
+        if self.aborted():
+            return self.builder.aborted()
+        return self.builder.error(redact(error_text(exc), *self.secrets))
 
-    # -- request phase: no yields inside the abort scope ---------------------------------
-    response: httpx.Response | None = None
-    failure: BaseException | None = None
-    with open_abort_scope(signal):
+    async def events(self) -> AsyncGenerator[AssistantMessageEvent, None]:
+        """Yield the events of the response; raise to end the stream early.
+
+        No yield happens inside an abort scope of this generator.
+        """
+        self.check_abort()
+        response: httpx.Response | None = None
+        with open_abort_scope(self.options.signal):
+            response = await self.send()
+        frames: AsyncGenerator[httpx_sse.ServerSentEvent, None] | None = None
         try:
-            api_key = await _resolve_api_key(model, options, env)
-            caller_headers = merge_headers(model.headers, options.headers)
-            auth_values = [
-                value
-                for name, value in caller_headers.items()
-                if name.lower() in api.auth_header_names and value
-            ]
-            secrets.extend(auth_values)
-            for value in auth_values:
-                if value.lower().startswith("bearer "):
-                    secrets.append(value[7:])
-            if api_key is not None:
-                secrets.append(api_key)
-            if api_key is None and not auth_values:
-                raise ProviderStreamError(f"No API key for provider: {model.provider}")
-            if any(_has_control_character(secret) for secret in secrets):
-                # httpx would reject the header with the key in its message.
-                raise ProviderStreamError(
-                    f"Invalid API key for provider: {model.provider} "
-                    "(it contains a control character)"
-                )
-            spec = api.build_request(model, context, options, api_key)
-            body: Any = spec.body
-            if options.on_payload is not None:
-                replacement = await maybe_await(options.on_payload(body, model))
-                if replacement is not None:
-                    body = replacement
-            if not isinstance(body, Mapping):
-                raise ProviderStreamError("on_payload must return a dict or None")
-            body = {**body, "stream": True}
-            headers = merge_headers(
-                {
-                    "User-Agent": _USER_AGENT,
-                    "Content-Type": "application/json",
-                    "Accept": "text/event-stream",
-                },
-                spec.headers,
-                model.headers,
-                spec.auth_headers,
-                options.headers,
-            )
-            # The last resort against lone surrogates is a replacement character: the
-            # providers already strip them (sanitize_surrogates) from every text they send.
-            content = compact_json(body).encode("utf-8", errors="replace")
-            request = env.client.build_request("POST", spec.url, content=content, headers=headers)
-            response = await send_with_retries(
-                env.client,
-                request,
-                options=options,
-                model=model,
-                format_http_error=api.format_http_error,
-            )
-        except Exception as exc:
-            failure = exc
-    if aborted() or response is None:
-        if response is not None:
-            await response.aclose()
-        if aborted():
-            yield builder.aborted()
-        else:
-            yield fail(failure or "Request failed")
-        return
-
-    # -- response phase: the response closes however the generator ends ----------------
-    frames: AsyncGenerator[httpx_sse.ServerSentEvent, None] | None = None
-    try:
-        with open_abort_scope(signal):
-            try:
-                if options.on_response is not None:
+            # The scope swallowed the cancellation of an abort; the response (if any)
+            # closes in the ``finally``.
+            self.check_abort()
+            assert response is not None
+            with open_abort_scope(self.options.signal):
+                if self.options.on_response is not None:
                     status = ProviderResponse(
                         status=response.status_code, headers=dict(response.headers)
                     )
-                    await maybe_await(options.on_response(status, model))
-            except Exception as exc:
-                failure = exc
-        if aborted():
-            yield builder.aborted()
-            return
-        if failure is not None:
-            yield fail(failure)
-            return
-
-        try:
-            mapper = api.create_mapper(builder, model)
-        except Exception as exc:
-            yield fail(exc)
-            return
-        yield builder.start()
-        frames = httpx_sse.EventSource(response).aiter_sse()
-        while not mapper.finished:
-            raw: Any = None
-            ended = False
-            with open_abort_scope(signal):
-                try:
-                    frame = await anext(frames)
-                except StopAsyncIteration:
-                    ended = True
-                except httpx_sse.SSEError as exc:
-                    # Not a connection problem, although httpx-sse derives it from one.
-                    failure = exc
-                except httpx.TransportError as exc:
-                    failure = ProviderStreamError(connection_error_message(exc))
-                except Exception as exc:
-                    failure = exc
-                else:
+                    await maybe_await(self.options.on_response(status, self.model))
+            self.check_abort()
+            mapper = self.api.create_mapper(self.builder, self.model)
+            yield self.builder.start()
+            frames = httpx_sse.EventSource(response).aiter_sse()
+            # Read the body's events through the mapper; end with the terminal event.
+            signal, on_event = self.options.signal, self.options.on_provider_stream_event
+            while not mapper.finished:
+                raw: Any = None
+                with open_abort_scope(signal):
                     try:
-                        raw = mapper.parse(
-                            SseEvent(event=frame.event, data=frame.data, id=frame.id)
-                        )
-                        if raw is not None and options.on_provider_stream_event is not None:
-                            await maybe_await(options.on_provider_stream_event(raw, model))
-                    except Exception as exc:
-                        failure = exc
-            if aborted():
-                yield builder.aborted()
-                return
-            if failure is not None:
-                yield fail(failure)
-                return
-            if ended:
-                break
-            if raw is None:
-                continue
-            events, failure = _collect(partial(mapper.map, raw))
-            for event in events:
+                        frame = await anext(frames)
+                    except StopAsyncIteration:
+                        break
+                    except httpx_sse.SSEError:
+                        # Not a connection problem, although httpx-sse derives it from one.
+                        raise
+                    except httpx.TransportError as exc:
+                        raise ProviderStreamError(connection_error_message(exc)) from exc
+                    raw = mapper.parse(SseEvent(event=frame.event, data=frame.data, id=frame.id))
+                    if raw is not None and on_event is not None:
+                        await maybe_await(on_event(raw, self.model))
+                self.check_abort()
+                if raw is None:
+                    continue
+                for event in mapper.map(raw):
+                    yield event
+                    if _is_terminal(event):
+                        return
+            self.check_abort()
+            terminal = False
+            for event in mapper.finish():
+                terminal = _is_terminal(event)
                 yield event
-            if failure is not None:
-                yield fail(failure)
-                return
-            if events and _is_terminal(events[-1]):
-                return
+            if not terminal:
+                yield self.builder.done()
+        finally:
+            if response is not None:
+                await response.aclose()
+            if frames is not None:
+                await _unwind(frames)
 
-        if aborted():
-            yield builder.aborted()
-            return
-        events, failure = _collect(mapper.finish)
-        for event in events:
-            yield event
-        if failure is not None:
-            yield fail(failure)
-        elif not (events and _is_terminal(events[-1])):
-            yield builder.done()
-    finally:
-        await response.aclose()
-        if frames is not None:
-            await _unwind(frames)
+    async def send(self) -> httpx.Response:
+        """Resolve the key, build the request, run the hooks and send it (with retries).
+
+        Runs inside an abort scope.
+        """
+        model, options, api = self.model, self.options, self.api
+        api_key = await _resolve_api_key(model, options, self.env)
+        caller_headers = merge_headers(model.headers, options.headers)
+        auth_values = [
+            value
+            for name, value in caller_headers.items()
+            if name.lower() in api.auth_header_names and value
+        ]
+        self.secrets.extend(auth_values)
+        for value in auth_values:
+            if value.lower().startswith("bearer "):
+                self.secrets.append(value[7:])
+        if api_key is not None:
+            self.secrets.append(api_key)
+        if api_key is None and not auth_values:
+            raise ProviderStreamError(f"No API key for provider: {model.provider}")
+        if any(_has_control_character(secret) for secret in self.secrets):
+            # httpx would reject the header with the key in its message.
+            raise ProviderStreamError(
+                f"Invalid API key for provider: {model.provider} (it contains a control character)"
+            )
+        spec = api.build_request(model, self.context, options, api_key)
+        body: Any = spec.body
+        if options.on_payload is not None:
+            replacement = await maybe_await(options.on_payload(body, model))
+            if replacement is not None:
+                body = replacement
+        if not isinstance(body, Mapping):
+            raise ProviderStreamError("on_payload must return a dict or None")
+        body = {**body, "stream": True}
+        headers = merge_headers(
+            {
+                "User-Agent": _USER_AGENT,
+                "Content-Type": "application/json",
+                "Accept": "text/event-stream",
+            },
+            spec.headers,
+            model.headers,
+            spec.auth_headers,
+            options.headers,
+        )
+        # The last resort against lone surrogates is a replacement character: the
+        # providers already strip them (sanitize_surrogates) from every text they send.
+        content = compact_json(body).encode("utf-8", errors="replace")
+        client = self.env.client
+        request = client.build_request("POST", spec.url, content=content, headers=headers)
+        return await send_with_retries(
+            client,
+            request,
+            options=options,
+            model=model,
+            format_http_error=api.format_http_error,
+        )
