@@ -36,33 +36,39 @@ through :func:`redact` before it reaches the message.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import random
 import time
+from collections import Counter, deque
 from collections.abc import (
     AsyncGenerator,
+    AsyncIterator,
     Awaitable,
     Callable,
     Iterable,
+    Iterator,
     Mapping,
+    Sequence,
 )
-from contextlib import aclosing
+from contextlib import aclosing, contextmanager
 from email.utils import parsedate_to_datetime
 from typing import Any, Literal, Protocol, TypeAlias
 
 import attrs
 import httpx
-import httpx_sse
 import trio
 
 from .._abort import open_abort_scope
 from .._events import AssistantMessageEvent, DoneEvent, ErrorEvent
 from .._json_stream import parse_json_with_repair
 from .._messages import Model
+from .._redaction import redact, redact_url, url_secrets
 from .._streaming import LlmContext, ProviderResponse, StreamOptions
 from .._util import maybe_await
 from ._builder import AssistantMessageBuilder
+from ._sse import SseDecoder, SseEvent
 
 __all__ = [
     "DEFAULT_MAX_RETRY_DELAY_MS",
@@ -78,12 +84,14 @@ __all__ = [
     "SseMapper",
     "compact_json",
     "compat_value",
+    "client_error_text",
     "connection_error_message",
     "env_api_key",
     "error_text",
     "merge_headers",
     "parse_sse_json",
     "redact",
+    "redact_url",
     "retry_delay",
     "send_with_retries",
     "stream_http",
@@ -117,7 +125,8 @@ GetApiKey: TypeAlias = Callable[[str], "str | Awaitable[str | None] | None"]
 """``get_api_key(provider) -> key | None`` (plain function or ``async def``)."""
 
 _USER_AGENT = "trio-agent/0.1.0"
-_REDACTED = "[REDACTED]"
+
+_logger = logging.getLogger("trio_agent.models")
 
 
 # ---------------------------------------------------------------------------------------
@@ -158,17 +167,6 @@ class HttpError:
     body: str
     """The full response body as text (formatters pass it through
     :func:`truncate_body`)."""
-
-
-@attrs.frozen(kw_only=True)
-class SseEvent:
-    """One server-sent event as framed on the wire."""
-
-    event: str
-    """The ``event:`` field (``"message"`` when absent)."""
-    data: str
-    """The ``data:`` lines joined with ``"\\n"``."""
-    id: str = ""
 
 
 class ProviderStreamError(Exception):
@@ -220,6 +218,10 @@ class HttpApi:
     """Creates the mapper of one response."""
     format_http_error: Callable[[HttpError, Model], str]
     """Words the error message of an HTTP error status (reference §5.4)."""
+    format_retry_error: Callable[[HttpError, Model], str] | None = None
+    """Words the error that ends a ``Server requested <n>s retry delay ...`` message (the
+    client's own wording, e.g. :func:`client_error_text`); ``None`` uses
+    :attr:`format_http_error`."""
     auth_header_names: tuple[str, ...] = ("authorization",)
     """Lower-case header names that make a missing API key acceptable when the caller
     supplies one of them (in ``model.headers`` or ``options.headers``)."""
@@ -267,22 +269,6 @@ def truncate_body(text: str) -> str:
     if len(text) <= ERROR_BODY_LIMIT:
         return text
     return f"{text[:ERROR_BODY_LIMIT]}… [truncated {len(text) - ERROR_BODY_LIMIT} chars]"
-
-
-# Shorter "keys" are placeholders for local servers (e.g. "x"); replacing them would
-# garble error messages without protecting anything.
-_MIN_SECRET_LENGTH = 8
-
-
-def redact(text: str, *secrets: str | None) -> str:
-    """Replace every occurrence of each secret (and of its escaped ``repr`` form, as it
-    appears in messages about invalid header bytes) in ``text`` with ``[REDACTED]``."""
-    for secret in secrets:
-        if not secret or len(secret) < _MIN_SECRET_LENGTH:
-            continue
-        for form in {secret, repr(secret)[1:-1]}:
-            text = text.replace(form, _REDACTED)
-    return text
 
 
 def _has_control_character(value: str) -> bool:
@@ -359,6 +345,50 @@ async def _resolve_api_key(model: Model, options: StreamOptions, env: HttpEnv) -
 
 
 # ---------------------------------------------------------------------------------------
+# httpx's own log lines
+
+# Secrets of the requests in flight, counted (several requests may share a key).
+_active_secrets: Counter[str] = Counter()
+
+
+@contextmanager
+def _logged_secrets(secrets: Sequence[str]) -> Iterator[None]:
+    # Makes httpx's log lines of this request redact ``secrets`` as well.
+    added = [secret for secret in secrets if secret]
+    _active_secrets.update(added)
+    try:
+        yield
+    finally:
+        _active_secrets.subtract(added)
+        for secret in added:
+            if _active_secrets[secret] <= 0:
+                del _active_secrets[secret]
+
+
+class _HttpxUrlFilter(logging.Filter):
+    """Shows the URLs in httpx's log lines without credentials (see :func:`redact_url`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and any(isinstance(arg, httpx.URL) for arg in args):
+            secrets = list(_active_secrets)
+            record.args = tuple(
+                redact_url(str(arg), *secrets) if isinstance(arg, httpx.URL) else arg
+                for arg in args
+            )
+        return True
+
+
+def _install_httpx_log_filter() -> None:
+    httpx_logger = logging.getLogger("httpx")
+    if not any(isinstance(f, _HttpxUrlFilter) for f in httpx_logger.filters):
+        httpx_logger.addFilter(_HttpxUrlFilter())
+
+
+_install_httpx_log_filter()
+
+
+# ---------------------------------------------------------------------------------------
 # Request phase with retries (reference §5.3)
 
 
@@ -376,7 +406,8 @@ def retry_delay(attempt: int, headers: Mapping[str, str]) -> tuple[float, bool]:
 
     ``retry-after-ms`` (milliseconds), else ``retry-after`` (seconds or an HTTP date),
     else exponential backoff ``min(0.5 * 2**attempt, 8)`` seconds times a random factor
-    in (0.75, 1].
+    in (0.75, 1]. Any finite server value counts; a negative one (or a date in the past)
+    means "retry now" (0 s).
     """
     after_ms = headers.get("retry-after-ms")
     if after_ms is not None:
@@ -385,8 +416,8 @@ def retry_delay(attempt: int, headers: Mapping[str, str]) -> tuple[float, bool]:
         except ValueError:
             pass
         else:
-            if math.isfinite(value) and value >= 0:
-                return value / 1000, True
+            if math.isfinite(value):
+                return max(0.0, value / 1000), True
     after = headers.get("retry-after")
     if after is not None:
         try:
@@ -397,14 +428,46 @@ def retry_delay(attempt: int, headers: Mapping[str, str]) -> tuple[float, bool]:
             except (TypeError, ValueError):
                 when = None
             if when is not None:
-                value = when.timestamp() - time.time()
-                if value >= 0:
-                    return value, True
+                return max(0.0, when.timestamp() - time.time()), True
         else:
-            if math.isfinite(value) and value >= 0:
-                return value, True
+            if math.isfinite(value):
+                return max(0.0, value), True
     backoff = min(0.5 * 2**attempt, 8.0)
     return backoff * (1 - random.random() * 0.25), False
+
+
+def client_error_text(error: HttpError, model: Model | None = None) -> str:
+    """The OpenAI SDK's wording of an HTTP error: ``<status> <error.message>`` when the
+    body is JSON with a string ``error.message``, else ``<status> <body as received>``
+    (``<status> status code (no body)`` for an empty body).
+
+    The retry-delay message of the OpenAI APIs ends with it (parity row U08): it is their
+    :attr:`HttpApi.format_retry_error`. ``model`` is not used.
+    """
+    try:
+        parsed = json.loads(error.body)
+    except ValueError:
+        parsed = None
+    detail = parsed.get("error") if isinstance(parsed, dict) else None
+    if isinstance(detail, dict) and isinstance(detail.get("message"), str):
+        return f"{error.status} {detail['message']}"
+    if not error.body:
+        return f"{error.status} status code (no body)"
+    return f"{error.status} {error.body}"
+
+
+def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
+    return (url.scheme, url.host, url.port)
+
+
+def _redirect_text(response: httpx.Response, secrets: Sequence[str]) -> str:
+    location = response.headers.get("location", "")
+    target = redact_url(str(response.request.url.join(location)), *secrets) if location else "?"
+    return (
+        f"{response.status_code} redirect to {target} not followed: provider requests "
+        "never follow redirects, so credentials stay with the model's base_url "
+        "(set base_url to the final address)"
+    )
 
 
 async def send_with_retries(
@@ -414,18 +477,24 @@ async def send_with_retries(
     options: StreamOptions,
     model: Model,
     format_http_error: Callable[[HttpError, Model], str],
+    format_retry_error: Callable[[HttpError, Model], str] | None = None,
+    secrets: Sequence[str] = (),
 ) -> httpx.Response:
-    """Send ``request`` for streaming and return the open response (status < 400).
+    """Send ``request`` for streaming and return the open response (status < 300).
 
     Retries only this request phase, ``options.max_retries`` times (default 0): retryable
     are connection errors and statuses 408, 409, 429 and >= 500, unless the response
     says ``x-should-retry``. Sleeps on Trio's clock. The caller closes the response.
+    Redirects are never followed, whatever the client's setting: a ``3xx`` fails, so no
+    credential header reaches another origin. Error bodies are redacted (``secrets``)
+    before the formatters see them, so a cut can never leave part of a key.
 
     Raises:
         ProviderStreamError: with the final error message (HTTP error wording from
-            ``format_http_error``, ``Connection error.: <cause>``, or the
-            ``Server requested <n>s retry delay (max: <m>s). <error>`` message when a
-            server-requested delay exceeds ``options.max_retry_delay_ms``).
+            ``format_http_error``, ``Connection error.: <cause>``, the redirect message,
+            or ``Server requested <n>s retry delay (max: <m>s). <error>`` when a
+            server-requested delay exceeds ``options.max_retry_delay_ms``, where
+            ``<error>`` comes from ``format_retry_error`` if given).
     """
     max_retries = max(0, options.max_retries or 0)
     cap_ms = options.max_retry_delay_ms
@@ -435,30 +504,62 @@ async def send_with_retries(
     while True:
         status: int | None = None
         headers: Mapping[str, str] = {}
+        error: HttpError | None = None
+        _logger.debug(
+            "%s request: model %s, attempt %d of %d",
+            model.api,
+            model.id,
+            attempt + 1,
+            max_retries + 1,
+        )
         try:
-            response = await client.send(request, stream=True)
+            response = await client.send(request, stream=True, follow_redirects=False)
         except httpx.TransportError as exc:
             message = connection_error_message(exc)
         else:
-            if response.status_code < 400:
+            if response.status_code < 300:
                 return response
             status = response.status_code
             headers = response.headers
+            if status < 400:
+                await response.aclose()
+                message = _redirect_text(response, secrets)
+                _logger.error("%s request failed: %s", model.api, redact(message, *secrets))
+                raise ProviderStreamError(message)
             try:
                 body = (await response.aread()).decode("utf-8", errors="replace")
             except httpx.TransportError:
                 body = ""
             finally:
                 await response.aclose()
-            message = format_http_error(HttpError(status=status, headers=headers, body=body), model)
+            error = HttpError(status=status, headers=headers, body=redact(body, *secrets))
+            message = format_http_error(error, model)
         if attempt >= max_retries or not _is_retryable(status, headers):
+            _logger.warning(
+                "%s request failed%s: %s",
+                model.api,
+                f" after {attempt + 1} attempts" if attempt else "",
+                redact(message, *secrets),
+            )
             raise ProviderStreamError(message)
         delay, requested = retry_delay(attempt, headers)
         if requested and cap_ms > 0 and delay * 1000 > cap_ms:
-            raise ProviderStreamError(
+            if error is not None and format_retry_error is not None:
+                message = format_retry_error(error, model)
+            message = (
                 f"Server requested {math.ceil(delay)}s retry delay "
                 f"(max: {math.ceil(cap_ms / 1000)}s). {message}"
             )
+            _logger.warning("%s request failed: %s", model.api, redact(message, *secrets))
+            raise ProviderStreamError(message)
+        _logger.warning(
+            "%s request: retrying in %.3f s (attempt %d of %d): %s",
+            model.api,
+            delay,
+            attempt + 2,
+            max_retries + 1,
+            redact(message, *secrets),
+        )
         await trio.sleep(delay)
         attempt += 1
 
@@ -471,17 +572,25 @@ def _is_terminal(event: AssistantMessageEvent) -> bool:
     return isinstance(event, DoneEvent | ErrorEvent)
 
 
+_DRAIN_SECONDS = 0.1
+"""How long a finished response's rest is waited for before its connection is dropped."""
+_DRAIN_BYTES = 1 << 16
+"""How much of a finished response's rest is read at most to keep its connection."""
+_JSON_BODY_LIMIT = 1 << 20
+"""How much of a JSON body that is not a stream is read for its error message."""
+
+
 class _Aborted(Exception):
     """Raised inside the stream when ``options.signal`` is found aborted."""
 
 
-async def _unwind(frames: AsyncGenerator[httpx_sse.ServerSentEvent, None]) -> None:
+async def _unwind(chunks: AsyncIterator[bytes]) -> None:
     # httpx reads a body through a chain of nested async generators. Stopping early would
     # leave them suspended until the garbage collector finalizes them (a ResourceWarning
     # under Trio). With the response already closed, the next read fails at once and the
     # failure unwinds the whole chain.
     try:
-        async for _ in frames:
+        async for _ in chunks:
             pass
     except Exception:
         pass
@@ -569,7 +678,7 @@ class _HttpStream:
         response: httpx.Response | None = None
         with open_abort_scope(self.options.signal):
             response = await self.send()
-        frames: AsyncGenerator[httpx_sse.ServerSentEvent, None] | None = None
+        chunks: AsyncIterator[bytes] | None = None
         try:
             # The scope swallowed the cancellation of an abort; the response (if any)
             # closes in the ``finally``.
@@ -584,43 +693,115 @@ class _HttpStream:
             self.check_abort()
             mapper = self.api.create_mapper(self.builder, self.model)
             yield self.builder.start()
-            frames = httpx_sse.EventSource(response).aiter_sse()
-            # Read the body's events through the mapper; end with the terminal event.
-            signal, on_event = self.options.signal, self.options.on_provider_stream_event
-            while not mapper.finished:
-                raw: Any = None
-                with open_abort_scope(signal):
-                    try:
-                        frame = await anext(frames)
-                    except StopAsyncIteration:
-                        break
-                    except httpx_sse.SSEError:
-                        # Not a connection problem, although httpx-sse derives it from one.
-                        raise
-                    except httpx.TransportError as exc:
-                        raise ProviderStreamError(connection_error_message(exc)) from exc
-                    raw = mapper.parse(SseEvent(event=frame.event, data=frame.data, id=frame.id))
-                    if raw is not None and on_event is not None:
-                        await maybe_await(on_event(raw, self.model))
-                self.check_abort()
-                if raw is None:
-                    continue
-                for event in mapper.map(raw):
+            chunks = response.aiter_bytes()
+            async with aclosing(self.map_body(response, chunks, mapper)) as events:
+                async for event in events:
                     yield event
-                    if _is_terminal(event):
-                        return
-            self.check_abort()
-            terminal = False
-            for event in mapper.finish():
-                terminal = _is_terminal(event)
-                yield event
-            if not terminal:
-                yield self.builder.done()
         finally:
             if response is not None:
                 await response.aclose()
-            if frames is not None:
-                await _unwind(frames)
+            if chunks is not None:
+                await _unwind(chunks)
+
+    async def read(self, chunks: AsyncIterator[bytes]) -> bytes | None:
+        """The next piece of the body (``None`` at its end), inside an abort scope."""
+        piece: bytes | None = None
+        with open_abort_scope(self.options.signal):
+            try:
+                piece = await anext(chunks)
+            except StopAsyncIteration:
+                piece = None
+            except httpx.TransportError as exc:
+                raise ProviderStreamError(connection_error_message(exc)) from exc
+        self.check_abort()
+        return piece
+
+    async def map_body(
+        self, response: httpx.Response, chunks: AsyncIterator[bytes], mapper: SseMapper
+    ) -> AsyncGenerator[AssistantMessageEvent, None]:
+        """Read the body's events through ``mapper``; end with the terminal event."""
+        on_event = self.options.on_provider_stream_event
+        decoder = SseDecoder()
+        pending: deque[SseEvent] = deque()
+        ended = False
+        while not mapper.finished:
+            if not pending:
+                if ended:
+                    break
+                piece = await self.read(chunks)
+                if piece is None:
+                    ended = True
+                    pending.extend(decoder.end())
+                else:
+                    pending.extend(decoder.feed(piece))
+                if decoder.json_text is not None:
+                    raise await self.json_body_error(response, chunks, decoder, ended)
+                continue
+            raw = mapper.parse(pending.popleft())
+            if raw is None:
+                continue
+            if on_event is not None:
+                with open_abort_scope(self.options.signal):
+                    await maybe_await(on_event(raw, self.model))
+                self.check_abort()
+            for event in mapper.map(raw):
+                if _is_terminal(event):
+                    await self.drain(chunks)
+                    yield event
+                    return
+                yield event
+        if not ended:
+            await self.drain(chunks)
+        self.check_abort()
+        terminal = False
+        for event in mapper.finish():
+            terminal = _is_terminal(event)
+            yield event
+        if not terminal:
+            yield self.builder.done()
+
+    async def drain(self, chunks: AsyncIterator[bytes]) -> None:
+        """Read what is left of a finished response, so that httpx can keep its
+        connection alive for the next request (F5).
+
+        Bounded in time and size: a rest that is not there at once, or is large, is not
+        waited for; closing the response then closes the connection, so no stale bytes
+        can reach the next response.
+        """
+        read = 0
+        with trio.move_on_after(_DRAIN_SECONDS), open_abort_scope(self.options.signal):
+            try:
+                async for piece in chunks:
+                    read += len(piece)
+                    if read > _DRAIN_BYTES:
+                        break
+            except httpx.HTTPError:
+                pass
+
+    async def json_body_error(
+        self,
+        response: httpx.Response,
+        chunks: AsyncIterator[bytes],
+        decoder: SseDecoder,
+        ended: bool,
+    ) -> ProviderStreamError:
+        """The error for a body that is one JSON document instead of a stream (F17): the
+        API's HTTP error wording, with the response's status."""
+        size = 0
+        while not ended and size <= _JSON_BODY_LIMIT:
+            try:
+                piece = await self.read(chunks)
+            except ProviderStreamError:
+                break
+            if piece is None:
+                ended = True
+                decoder.end()
+            else:
+                size += len(piece)
+                decoder.feed(piece)
+        body = redact(decoder.json_text or "", *self.secrets)
+        error = HttpError(status=response.status_code, headers=response.headers, body=body)
+        return ProviderStreamError(self.api.format_http_error(error, self.model))
 
     async def send(self) -> httpx.Response:
         """Resolve the key, build the request, run the hooks and send it (with retries).
@@ -672,11 +853,24 @@ class _HttpStream:
         # providers already strip them (sanitize_surrogates) from every text they send.
         content = compact_json(body).encode("utf-8", errors="replace")
         client = self.env.client
-        request = client.build_request("POST", spec.url, content=content, headers=headers)
-        return await send_with_retries(
-            client,
-            request,
-            options=options,
-            model=model,
-            format_http_error=api.format_http_error,
-        )
+        url = httpx.URL(spec.url)
+        self.secrets.extend(url_secrets(spec.url))
+        if url.userinfo:
+            # httpx would send the userinfo as Basic auth but also log the URL with it:
+            # send the same header from a URL without credentials.
+            basic = httpx.BasicAuth(url.username, url.password)
+            basic_header = next(basic.auth_flow(httpx.Request("GET", url))).headers
+            headers["Authorization"] = basic_header["Authorization"]
+            self.secrets.append(basic_header["Authorization"].removeprefix("Basic "))
+            url = url.copy_with(userinfo=b"")
+        request = client.build_request("POST", url, content=content, headers=headers)
+        with _logged_secrets(self.secrets):
+            return await send_with_retries(
+                client,
+                request,
+                options=options,
+                model=model,
+                format_http_error=api.format_http_error,
+                format_retry_error=api.format_retry_error,
+                secrets=self.secrets,
+            )
