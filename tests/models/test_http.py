@@ -42,6 +42,7 @@ from trio_agent.models._http import (
     send_with_retries,
     stream_http,
     truncate_body,
+    truncate_json_error,
 )
 from trio_agent.models._openai_completions import OPENAI_COMPLETIONS
 from trio_agent.models._openai_responses import OPENAI_RESPONSES
@@ -545,3 +546,10 @@ async def test_u12_a_delay_in_the_past_retries_at_once(
     assert trio.current_time() - start == 0
     # Not a number: exponential backoff, as before.
     assert retry_delay(0, {"retry-after-ms": "soon"})[1] is False
+
+
+def test_u09_truncate_json_error() -> None:
+    detail = '{"message":"' + "m" * 5031 + '"}'
+    assert len(detail) == 5045
+    assert truncate_json_error(detail) == detail[:4000] + "... [truncated 1045 chars]"
+    assert truncate_json_error(" short \n") == " short \n"

@@ -364,3 +364,17 @@ async def test_f11_a_key_in_the_base_url_is_never_shown(
         # The userinfo travels as Basic auth, as httpx would send it.
         request = sse_server.requests[0]
         assert request.headers["authorization"].startswith("Basic ")
+
+
+# ---------------------------------------------------------------------------------------
+# U39: the Accept header of a stream request
+
+
+@by_api
+async def test_u39_accept_header(
+    case: ApiCase, sse_server: SseServer, http_client: httpx.AsyncClient
+) -> None:
+    sse_server.enqueue(ScriptedResponse(chunks=list(case.frames)))
+    assert_hello_world(await collect(http_client, case.model(sse_server.base_url)))
+    expected = "application/json" if case.api == "anthropic-messages" else "text/event-stream"
+    assert sse_server.requests[0].headers["accept"] == expected

@@ -96,6 +96,7 @@ __all__ = [
     "send_with_retries",
     "stream_http",
     "truncate_body",
+    "truncate_json_error",
 ]
 
 DEFAULT_MAX_RETRY_DELAY_MS = 60_000
@@ -269,6 +270,17 @@ def truncate_body(text: str) -> str:
     if len(text) <= ERROR_BODY_LIMIT:
         return text
     return f"{text[:ERROR_BODY_LIMIT]}… [truncated {len(text) - ERROR_BODY_LIMIT} chars]"
+
+
+def truncate_json_error(text: str) -> str:
+    """Cut the compact JSON of an OpenAI error object to :data:`ERROR_BODY_LIMIT`
+    characters, as pi does (parity row U09): a longer text ends with
+    ``... [truncated N chars]`` (three ASCII dots, N = the characters cut). Raw bodies
+    are never cut or trimmed.
+    """
+    if len(text) <= ERROR_BODY_LIMIT:
+        return text
+    return f"{text[:ERROR_BODY_LIMIT]}... [truncated {len(text) - ERROR_BODY_LIMIT} chars]"
 
 
 def _has_control_character(value: str) -> bool:
@@ -506,8 +518,9 @@ async def send_with_retries(
         headers: Mapping[str, str] = {}
         error: HttpError | None = None
         _logger.debug(
-            "%s request: model %s, attempt %d of %d",
+            "%s request for %s/%s: attempt %d of %d",
             model.api,
+            model.provider,
             model.id,
             attempt + 1,
             max_retries + 1,
@@ -524,7 +537,6 @@ async def send_with_retries(
             if status < 400:
                 await response.aclose()
                 message = _redirect_text(response, secrets)
-                _logger.error("%s request failed: %s", model.api, redact(message, *secrets))
                 raise ProviderStreamError(message)
             try:
                 body = (await response.aread()).decode("utf-8", errors="replace")
@@ -535,12 +547,6 @@ async def send_with_retries(
             error = HttpError(status=status, headers=headers, body=redact(body, *secrets))
             message = format_http_error(error, model)
         if attempt >= max_retries or not _is_retryable(status, headers):
-            _logger.warning(
-                "%s request failed%s: %s",
-                model.api,
-                f" after {attempt + 1} attempts" if attempt else "",
-                redact(message, *secrets),
-            )
             raise ProviderStreamError(message)
         delay, requested = retry_delay(attempt, headers)
         if requested and cap_ms > 0 and delay * 1000 > cap_ms:
@@ -550,11 +556,12 @@ async def send_with_retries(
                 f"Server requested {math.ceil(delay)}s retry delay "
                 f"(max: {math.ceil(cap_ms / 1000)}s). {message}"
             )
-            _logger.warning("%s request failed: %s", model.api, redact(message, *secrets))
             raise ProviderStreamError(message)
         _logger.warning(
-            "%s request: retrying in %.3f s (attempt %d of %d): %s",
+            "%s request for %s/%s: retrying in %.3f s (attempt %d of %d): %s",
             model.api,
+            model.provider,
+            model.id,
             delay,
             attempt + 2,
             max_retries + 1,
@@ -626,6 +633,8 @@ async def stream_http(
             except Exception as exc:
                 yield stream.terminal_for(exc)
                 return
+            if isinstance(event, DoneEvent | ErrorEvent):
+                stream.log_end(event)
             yield event
 
 
@@ -654,6 +663,7 @@ class _HttpStream:
             api=model.api, provider=model.provider, model=model.id
         )
         self.secrets: list[str] = []  # the key and caller-supplied auth header values
+        self.started = False  # the response arrived and ``start`` was yielded
 
     def aborted(self) -> bool:
         signal = self.options.signal
@@ -663,11 +673,39 @@ class _HttpStream:
         if self.aborted():
             raise _Aborted
 
+    def log_end(self, event: DoneEvent | ErrorEvent) -> None:
+        """Log the terminal event a mapper produced (DEBUG, or WARNING for an error)."""
+        model = self.model
+        if isinstance(event, DoneEvent):
+            _logger.debug(
+                "%s response of %s/%s done: %s",
+                model.api,
+                model.provider,
+                model.id,
+                event.message.stop_reason,
+            )
+        elif event.error.stop_reason == "aborted":
+            _logger.debug("%s request for %s/%s aborted", model.api, model.provider, model.id)
+        else:
+            message = redact(event.error.error_message or "", *self.secrets)
+            _logger.warning(
+                "%s response of %s/%s failed: %s", model.api, model.provider, model.id, message
+            )
+
     def terminal_for(self, exc: Exception) -> ErrorEvent:
         """The terminal event for a stream that ended by raising ``exc``."""
+        model = self.model
         if self.aborted():
+            _logger.debug("%s request for %s/%s aborted", model.api, model.provider, model.id)
             return self.builder.aborted()
-        return self.builder.error(redact(error_text(exc), *self.secrets))
+        message = redact(error_text(exc), *self.secrets)
+        # HTTP error statuses and other failures of the request are errors a user acts on
+        # (a wrong key, a bad request); failures inside a started stream are warnings.
+        level = logging.WARNING if self.started else logging.ERROR
+        _logger.log(
+            level, "%s request for %s/%s failed: %s", model.api, model.provider, model.id, message
+        )
+        return self.builder.error(message)
 
     async def events(self) -> AsyncGenerator[AssistantMessageEvent, None]:
         """Yield the events of the response; raise to end the stream early.
@@ -692,6 +730,7 @@ class _HttpStream:
                     await maybe_await(self.options.on_response(status, self.model))
             self.check_abort()
             mapper = self.api.create_mapper(self.builder, self.model)
+            self.started = True
             yield self.builder.start()
             chunks = response.aiter_bytes()
             async with aclosing(self.map_body(response, chunks, mapper)) as events:
