@@ -128,6 +128,9 @@ GetApiKey: TypeAlias = Callable[[str], "str | Awaitable[str | None] | None"]
 _USER_AGENT = "trio-agent/0.1.0"
 
 _logger = logging.getLogger("trio_agent.models")
+# A library logs, the application decides where to: without a configured handler the
+# records are dropped, not printed by logging's last-resort handler.
+_logger.addHandler(logging.NullHandler())
 
 
 # ---------------------------------------------------------------------------------------
