@@ -325,6 +325,24 @@ async def test_f5_garbage_after_the_end_does_not_hang(
     assert sse_server.connections == 2
 
 
+@by_api
+async def test_f5_a_large_rest_is_not_drained(case: ApiCase, sse_server: SseServer) -> None:
+    # 256 KiB after the end marker: more than is worth reading, so the connection closes.
+    sse_server.keep_alive = True
+    garbage = b": " + b"x" * (256 * 1024) + b"\n\n"
+    sse_server.enqueue(
+        ScriptedResponse(chunks=[*case.frames, garbage]),
+        ScriptedResponse(chunks=list(case.frames)),
+    )
+    async with Models() as models:
+        for _ in range(2):
+            message = await models.complete_simple(
+                case.model(sse_server.base_url), CONTEXT, StreamOptions(api_key=KEY)
+            )
+            assert texts(message) == ["Hello world"]
+    assert sse_server.connections == 2
+
+
 # ---------------------------------------------------------------------------------------
 # F11: a key in the base URL
 

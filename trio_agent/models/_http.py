@@ -14,23 +14,29 @@ everything else, identically for all of them (reference ``upstream-ai.md`` §5.3
    auth headers, ``options.headers``; a ``None`` value deletes a header);
 4. call ``on_payload`` (it may return a replacement body; ``stream: true`` is forced
    afterwards);
-5. POST through the injected ``httpx.AsyncClient`` with request-phase retries;
+5. POST through the injected ``httpx.AsyncClient`` with request-phase retries, never
+   following a redirect (so no credential reaches another origin);
 6. call ``on_response``, yield ``start``;
-7. frame the body as SSE (one implementation, httpx-sse), call ``on_provider_stream_event``
-   for each parsed provider event, and yield what the mapper produces;
-8. after the body ends, let the mapper close its blocks and decide the terminal event.
+7. frame the body as SSE (:class:`~._sse.SseDecoder`, one implementation for all APIs),
+   call ``on_provider_stream_event`` for each parsed provider event, and yield what the
+   mapper produces; a body that is one JSON document is reported as an HTTP error;
+8. after the body ends, let the mapper close its blocks and decide the terminal event;
+   the rest of a finished body is drained (bounded) so the connection is reused.
 
 Failures never raise out of the stream: they end it with one ``error`` event (partial
-content kept). An abort through ``options.signal`` ends it with ``stop_reason="aborted"``
-and ``Request was aborted``. Cancellation of the consumer's scope propagates
-(``trio.Cancelled`` is never caught) and closes the HTTP response on the way out.
+content kept), produced in one place (:meth:`_HttpStream.terminal_for`). An abort through
+``options.signal`` ends it with ``stop_reason="aborted"`` and ``Request was aborted``.
+Cancellation of the consumer's scope propagates (``trio.Cancelled`` is never caught) and
+closes the HTTP response on the way out.
 
 Trio rule kept here: the generator never yields while a cancel scope of its own is open.
 Every await (request, body reads, hooks) runs inside a short-lived abort scope
 (:func:`~trio_agent._abort.open_abort_scope`); events are yielded outside it.
 
-API keys never appear in events, error messages or reprs: every error text is passed
-through :func:`redact` before it reaches the message.
+API keys never appear in events, error messages, reprs or logs: error bodies are redacted
+before the API's formatter sees (and cuts) them, every error text is passed through
+:func:`redact` before it reaches the message, and httpx's log lines show URLs without
+credentials. Requests are logged to ``trio_agent.models`` (see ``docs/providers.md``).
 """
 
 from __future__ import annotations
@@ -169,8 +175,8 @@ class HttpError:
     status: int
     headers: Mapping[str, str]
     body: str
-    """The full response body as text (formatters pass it through
-    :func:`truncate_body`)."""
+    """The full response body as text, already redacted (formatters may cut it with
+    :func:`truncate_body` or :func:`truncate_json_error`)."""
 
 
 class ProviderStreamError(Exception):
