@@ -15,7 +15,7 @@ everything else, identically for all of them (reference ``upstream-ai.md`` §5.3
 4. call ``on_payload`` (it may return a replacement body; ``stream: true`` is forced
    afterwards);
 5. POST through the injected ``httpx.AsyncClient`` with request-phase retries, never
-   following a redirect (so no credential reaches another origin);
+   following a redirect (so no credential reaches another origin; see :mod:`._request`);
 6. call ``on_response``, yield ``start``;
 7. frame the body as SSE (:class:`~._sse.SseDecoder`, one implementation for all APIs),
    call ``on_provider_stream_event`` for each parsed provider event, and yield what the
@@ -43,23 +43,17 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
-import random
-import time
-from collections import Counter, deque
+from collections import deque
 from collections.abc import (
     AsyncGenerator,
     AsyncIterator,
     Awaitable,
     Callable,
     Iterable,
-    Iterator,
     Mapping,
-    Sequence,
 )
-from contextlib import aclosing, contextmanager
-from email.utils import parsedate_to_datetime
+from contextlib import aclosing
 from typing import Any, Literal, Protocol, TypeAlias
 
 import attrs
@@ -74,6 +68,18 @@ from .._redaction import redact, redact_url, url_secrets
 from .._streaming import LlmContext, ProviderResponse, StreamOptions
 from .._util import maybe_await
 from ._builder import AssistantMessageBuilder
+from ._request import (
+    DEFAULT_MAX_RETRY_DELAY_MS,
+    HttpError,
+    ProviderStreamError,
+    client_error_text,
+    connection_error_message,
+    error_text,
+    logged_secrets,
+    logger,
+    retry_delay,
+    send_with_retries,
+)
 from ._sse import SseDecoder, SseEvent
 
 __all__ = [
@@ -105,9 +111,6 @@ __all__ = [
     "truncate_json_error",
 ]
 
-DEFAULT_MAX_RETRY_DELAY_MS = 60_000
-"""Default cap on a server-requested retry delay (``StreamOptions.max_retry_delay_ms``)."""
-
 ERROR_BODY_LIMIT = 4000
 """HTTP error bodies longer than this many characters are truncated in error messages."""
 
@@ -132,12 +135,6 @@ GetApiKey: TypeAlias = Callable[[str], "str | Awaitable[str | None] | None"]
 """``get_api_key(provider) -> key | None`` (plain function or ``async def``)."""
 
 _USER_AGENT = "trio-agent/0.1.0"
-
-_logger = logging.getLogger("trio_agent.models")
-# A library logs, the application decides where to: without a configured handler the
-# records are dropped, not printed by logging's last-resort handler.
-_logger.addHandler(logging.NullHandler())
-
 
 # ---------------------------------------------------------------------------------------
 # Values exchanged between the pipeline and a wire API
@@ -166,22 +163,6 @@ class ProviderRequest:
     ``model.headers``."""
     auth_headers: Mapping[str, str] = attrs.field(factory=dict, repr=False)
     """Headers carrying the key; merged after ``model.headers``. Never shown in reprs."""
-
-
-@attrs.frozen(kw_only=True)
-class HttpError:
-    """A failed HTTP response, handed to :attr:`HttpApi.format_http_error`."""
-
-    status: int
-    headers: Mapping[str, str]
-    body: str
-    """The full response body as text, already redacted (formatters may cut it with
-    :func:`truncate_body` or :func:`truncate_json_error`)."""
-
-
-class ProviderStreamError(Exception):
-    """Raised by an :class:`SseMapper` (or a request builder) to end the stream with an
-    ``error`` event whose ``error_message`` is the exception's message."""
 
 
 class SseMapper(Protocol):
@@ -296,31 +277,6 @@ def _has_control_character(value: str) -> bool:
     return any(ord(char) < 32 or ord(char) == 127 for char in value)
 
 
-def error_text(exc: BaseException) -> str:
-    """The message of an exception (its class name when ``str()`` is empty)."""
-    return str(exc) or type(exc).__name__
-
-
-def connection_error_message(exc: BaseException) -> str:
-    """``Connection error.: <cause>`` with the deepest cause's message (reference §5.4).
-
-    Timeouts read ``Request timed out.``.
-    """
-    if isinstance(exc, httpx.TimeoutException):
-        return "Request timed out."
-    deepest: BaseException = exc
-    seen: set[int] = set()
-    while id(deepest) not in seen:
-        seen.add(id(deepest))
-        cause = deepest.__cause__ or deepest.__context__
-        if isinstance(deepest, BaseExceptionGroup) and deepest.exceptions:
-            cause = deepest.exceptions[0]
-        if cause is None:
-            break
-        deepest = cause
-    return f"Connection error.: {error_text(deepest)}"
-
-
 def parse_sse_json(data: str) -> Any:
     """Parse the JSON of an SSE ``data`` field, repairing common string-literal mistakes.
 
@@ -363,221 +319,6 @@ async def _resolve_api_key(model: Model, options: StreamOptions, env: HttpEnv) -
         if key:
             return key
     return env_api_key(model.provider)
-
-
-# ---------------------------------------------------------------------------------------
-# httpx's own log lines
-
-# Secrets of the requests in flight, counted (several requests may share a key).
-_active_secrets: Counter[str] = Counter()
-
-
-@contextmanager
-def _logged_secrets(secrets: Sequence[str]) -> Iterator[None]:
-    # Makes httpx's log lines of this request redact ``secrets`` as well.
-    added = [secret for secret in secrets if secret]
-    _active_secrets.update(added)
-    try:
-        yield
-    finally:
-        _active_secrets.subtract(added)
-        for secret in added:
-            if _active_secrets[secret] <= 0:
-                del _active_secrets[secret]
-
-
-class _HttpxUrlFilter(logging.Filter):
-    """Shows the URLs in httpx's log lines without credentials (see :func:`redact_url`)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        args = record.args
-        if isinstance(args, tuple) and any(isinstance(arg, httpx.URL) for arg in args):
-            secrets = list(_active_secrets)
-            record.args = tuple(
-                redact_url(str(arg), *secrets) if isinstance(arg, httpx.URL) else arg
-                for arg in args
-            )
-        return True
-
-
-def _install_httpx_log_filter() -> None:
-    httpx_logger = logging.getLogger("httpx")
-    if not any(isinstance(f, _HttpxUrlFilter) for f in httpx_logger.filters):
-        httpx_logger.addFilter(_HttpxUrlFilter())
-
-
-_install_httpx_log_filter()
-
-
-# ---------------------------------------------------------------------------------------
-# Request phase with retries (reference §5.3)
-
-
-def _is_retryable(status: int | None, headers: Mapping[str, str]) -> bool:
-    should_retry = headers.get("x-should-retry", "").strip().lower()
-    if should_retry == "true":
-        return True
-    if should_retry == "false":
-        return False
-    return status is None or status in (408, 409, 429) or status >= 500
-
-
-def retry_delay(attempt: int, headers: Mapping[str, str]) -> tuple[float, bool]:
-    """Delay in seconds before retry number ``attempt + 1``, and whether the server chose it.
-
-    ``retry-after-ms`` (milliseconds), else ``retry-after`` (seconds or an HTTP date),
-    else exponential backoff ``min(0.5 * 2**attempt, 8)`` seconds times a random factor
-    in (0.75, 1]. Any finite server value counts; a negative one (or a date in the past)
-    means "retry now" (0 s).
-    """
-    after_ms = headers.get("retry-after-ms")
-    if after_ms is not None:
-        try:
-            value = float(after_ms)
-        except ValueError:
-            pass
-        else:
-            if math.isfinite(value):
-                return max(0.0, value / 1000), True
-    after = headers.get("retry-after")
-    if after is not None:
-        try:
-            value = float(after)
-        except ValueError:
-            try:
-                when = parsedate_to_datetime(after)
-            except (TypeError, ValueError):
-                when = None
-            if when is not None:
-                return max(0.0, when.timestamp() - time.time()), True
-        else:
-            if math.isfinite(value):
-                return max(0.0, value), True
-    backoff = min(0.5 * 2**attempt, 8.0)
-    return backoff * (1 - random.random() * 0.25), False
-
-
-def client_error_text(error: HttpError, model: Model | None = None) -> str:
-    """The OpenAI SDK's wording of an HTTP error: ``<status> <error.message>`` when the
-    body is JSON with a string ``error.message``, else ``<status> <body as received>``
-    (``<status> status code (no body)`` for an empty body).
-
-    The retry-delay message of the OpenAI APIs ends with it (parity row U08): it is their
-    :attr:`HttpApi.format_retry_error`. ``model`` is not used.
-    """
-    try:
-        parsed = json.loads(error.body)
-    except ValueError:
-        parsed = None
-    detail = parsed.get("error") if isinstance(parsed, dict) else None
-    if isinstance(detail, dict) and isinstance(detail.get("message"), str):
-        return f"{error.status} {detail['message']}"
-    if not error.body:
-        return f"{error.status} status code (no body)"
-    return f"{error.status} {error.body}"
-
-
-def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
-    return (url.scheme, url.host, url.port)
-
-
-def _redirect_text(response: httpx.Response, secrets: Sequence[str]) -> str:
-    location = response.headers.get("location", "")
-    target = redact_url(str(response.request.url.join(location)), *secrets) if location else "?"
-    return (
-        f"{response.status_code} redirect to {target} not followed: provider requests "
-        "never follow redirects, so credentials stay with the model's base_url "
-        "(set base_url to the final address)"
-    )
-
-
-async def send_with_retries(
-    client: httpx.AsyncClient,
-    request: httpx.Request,
-    *,
-    options: StreamOptions,
-    model: Model,
-    format_http_error: Callable[[HttpError, Model], str],
-    format_retry_error: Callable[[HttpError, Model], str] | None = None,
-    secrets: Sequence[str] = (),
-) -> httpx.Response:
-    """Send ``request`` for streaming and return the open response (status < 300).
-
-    Retries only this request phase, ``options.max_retries`` times (default 0): retryable
-    are connection errors and statuses 408, 409, 429 and >= 500, unless the response
-    says ``x-should-retry``. Sleeps on Trio's clock. The caller closes the response.
-    Redirects are never followed, whatever the client's setting: a ``3xx`` fails, so no
-    credential header reaches another origin. Error bodies are redacted (``secrets``)
-    before the formatters see them, so a cut can never leave part of a key.
-
-    Raises:
-        ProviderStreamError: with the final error message (HTTP error wording from
-            ``format_http_error``, ``Connection error.: <cause>``, the redirect message,
-            or ``Server requested <n>s retry delay (max: <m>s). <error>`` when a
-            server-requested delay exceeds ``options.max_retry_delay_ms``, where
-            ``<error>`` comes from ``format_retry_error`` if given).
-    """
-    max_retries = max(0, options.max_retries or 0)
-    cap_ms = options.max_retry_delay_ms
-    if cap_ms is None:
-        cap_ms = DEFAULT_MAX_RETRY_DELAY_MS
-    attempt = 0
-    while True:
-        status: int | None = None
-        headers: Mapping[str, str] = {}
-        error: HttpError | None = None
-        _logger.debug(
-            "%s request for %s/%s: attempt %d of %d",
-            model.api,
-            model.provider,
-            model.id,
-            attempt + 1,
-            max_retries + 1,
-        )
-        try:
-            response = await client.send(request, stream=True, follow_redirects=False)
-        except httpx.TransportError as exc:
-            message = connection_error_message(exc)
-        else:
-            if response.status_code < 300:
-                return response
-            status = response.status_code
-            headers = response.headers
-            if status < 400:
-                await response.aclose()
-                message = _redirect_text(response, secrets)
-                raise ProviderStreamError(message)
-            try:
-                body = (await response.aread()).decode("utf-8", errors="replace")
-            except httpx.TransportError:
-                body = ""
-            finally:
-                await response.aclose()
-            error = HttpError(status=status, headers=headers, body=redact(body, *secrets))
-            message = format_http_error(error, model)
-        if attempt >= max_retries or not _is_retryable(status, headers):
-            raise ProviderStreamError(message)
-        delay, requested = retry_delay(attempt, headers)
-        if requested and cap_ms > 0 and delay * 1000 > cap_ms:
-            if error is not None and format_retry_error is not None:
-                message = format_retry_error(error, model)
-            message = (
-                f"Server requested {math.ceil(delay)}s retry delay "
-                f"(max: {math.ceil(cap_ms / 1000)}s). {message}"
-            )
-            raise ProviderStreamError(message)
-        _logger.warning(
-            "%s request for %s/%s: retrying in %.3f s (attempt %d of %d): %s",
-            model.api,
-            model.provider,
-            model.id,
-            delay,
-            attempt + 2,
-            max_retries + 1,
-            redact(message, *secrets),
-        )
-        await trio.sleep(delay)
-        attempt += 1
 
 
 # ---------------------------------------------------------------------------------------
@@ -686,7 +427,7 @@ class _HttpStream:
         """Log the terminal event a mapper produced (DEBUG, or WARNING for an error)."""
         model = self.model
         if isinstance(event, DoneEvent):
-            _logger.debug(
+            logger.debug(
                 "%s response of %s/%s done: %s",
                 model.api,
                 model.provider,
@@ -694,10 +435,10 @@ class _HttpStream:
                 event.message.stop_reason,
             )
         elif event.error.stop_reason == "aborted":
-            _logger.debug("%s request for %s/%s aborted", model.api, model.provider, model.id)
+            logger.debug("%s request for %s/%s aborted", model.api, model.provider, model.id)
         else:
             message = redact(event.error.error_message or "", *self.secrets)
-            _logger.warning(
+            logger.warning(
                 "%s response of %s/%s failed: %s", model.api, model.provider, model.id, message
             )
 
@@ -705,13 +446,13 @@ class _HttpStream:
         """The terminal event for a stream that ended by raising ``exc``."""
         model = self.model
         if self.aborted():
-            _logger.debug("%s request for %s/%s aborted", model.api, model.provider, model.id)
+            logger.debug("%s request for %s/%s aborted", model.api, model.provider, model.id)
             return self.builder.aborted()
         message = redact(error_text(exc), *self.secrets)
         # HTTP error statuses and other failures of the request are errors a user acts on
         # (a wrong key, a bad request); failures inside a started stream are warnings.
         level = logging.WARNING if self.started else logging.ERROR
-        _logger.log(
+        logger.log(
             level, "%s request for %s/%s failed: %s", model.api, model.provider, model.id, message
         )
         return self.builder.error(message)
@@ -912,7 +653,7 @@ class _HttpStream:
             self.secrets.append(basic_header["Authorization"].removeprefix("Basic "))
             url = url.copy_with(userinfo=b"")
         request = client.build_request("POST", url, content=content, headers=headers)
-        with _logged_secrets(self.secrets):
+        with logged_secrets(self.secrets):
             return await send_with_retries(
                 client,
                 request,
