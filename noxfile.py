@@ -67,7 +67,9 @@ def interop(session: nox.Session) -> None:
     """The three HTTP APIs end to end against aimock on 127.0.0.1 (not part of ``tests``).
 
     Installs the npm package into nox's cache directory (once), then runs
-    ``tests/interop/aimock_e2e.py``, which starts the server itself.
+    ``tests/interop/aimock_e2e.py`` (exact answers and fault modes) and
+    ``tests/interop/local_server_e2e.py`` (the shape checks meant for a real local server
+    such as llama.cpp's ``llama-server``), which start the server themselves.
     """
     if shutil.which("node") is None or shutil.which("npm") is None:
         session.error("nox -s interop needs Node.js and npm on PATH")
@@ -90,6 +92,7 @@ def interop(session: nox.Session) -> None:
     session.run(
         "pytest",
         "tests/interop/aimock_e2e.py",
+        "tests/interop/local_server_e2e.py",
         *session.posargs,
         env={"TRIO_AGENT_AIMOCK": str(cli)},
     )

@@ -11,17 +11,13 @@ started here on 127.0.0.1 with the scripted answers of ``aimock-fixtures.json``.
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
-import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import aclosing
-from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
+from aimock_server import running_aimock
 
 from trio_agent import (
     AbortController,
@@ -47,46 +43,13 @@ AIMOCK_CLI = os.environ.get("TRIO_AGENT_AIMOCK")
 if AIMOCK_CLI is None:
     pytest.skip("set TRIO_AGENT_AIMOCK (nox -s interop does)", allow_module_level=True)
 
-FIXTURES = Path(__file__).with_name("aimock-fixtures.json")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
 
 @pytest.fixture(scope="session")
 def aimock_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The base URL (``http://127.0.0.1:<port>``) of a running aimock server."""
     assert AIMOCK_CLI is not None
-    port = _free_port()
-    log = tmp_path_factory.mktemp("aimock") / "aimock.log"
-    command = ["node", AIMOCK_CLI, "-p", str(port), "-h", "127.0.0.1", "-f", str(FIXTURES)]
-    with log.open("wb") as output:
-        process = subprocess.Popen(
-            [*command, "--log-level", "warn"], stdout=output, stderr=subprocess.STDOUT
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/health", timeout=1):
-                    break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"aimock did not start: {log.read_text()}") from None
-                time.sleep(0.1)
+    with running_aimock(AIMOCK_CLI, tmp_path_factory.mktemp("aimock") / "aimock.log") as url:
         yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 KEY = "sk-aimock-0123456789abcdef"
