@@ -13,6 +13,8 @@ from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 import attrs
 
+from ._redaction import redact_headers_repr, redact_url
+
 __all__ = [
     "AgentMessage",
     "AssistantContent",
@@ -177,8 +179,8 @@ class Model:
     ``"faux"`` or a registered custom API."""
     provider: str
     """Provider id, e.g. ``"openai"``; selects the API key."""
-    base_url: str
-    """Base URL of the HTTP API."""
+    base_url: str = attrs.field(repr=lambda url: repr(redact_url(url)))
+    """Base URL of the HTTP API (its repr hides credentials a gateway URL may carry)."""
     reasoning: bool = False
     """Whether the model supports thinking levels."""
     input: list[Literal["text", "image"]] = attrs.field(factory=lambda: ["text"])
@@ -189,8 +191,8 @@ class Model:
     """Context window in tokens."""
     max_tokens: int = 0
     """Default maximum output tokens."""
-    headers: dict[str, str] | None = None
-    """Extra HTTP headers for every request."""
+    headers: dict[str, str] | None = attrs.field(default=None, repr=redact_headers_repr)
+    """Extra HTTP headers for every request (credential values are hidden in the repr)."""
     compat: dict[str, Any] | None = None
     """API-specific compatibility switches."""
     thinking_level_map: dict[str, str | None] | None = None

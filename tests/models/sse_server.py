@@ -44,6 +44,8 @@ class ScriptedResponse:
     """Close the connection after the chunks without the terminating chunk."""
     hang: bool = False
     """After the chunks, keep the connection open until the client closes it."""
+    content_length: bool = False
+    """Send the body with a ``content-length`` header instead of chunked encoding."""
 
 
 @attrs.frozen(kw_only=True)
@@ -103,6 +105,10 @@ class SseServer:
         """Set when a client closed a connection the server was still writing or holding."""
         self.closed_by_client = 0
         """How many connections the client closed early."""
+        self.keep_alive = False
+        """Serve several requests per connection (HTTP/1.1 keep-alive) when true."""
+        self.connections = 0
+        """How many TCP connections clients opened."""
         self._responses: deque[ScriptedResponse] = deque()
 
     @property
@@ -124,17 +130,22 @@ class SseServer:
     # -- connection handling -----------------------------------------------------------
 
     async def _handle(self, stream: trio.SocketStream) -> None:
+        self.connections += 1
         try:
-            request = await _read_request(stream)
-            if request is None:
-                return
-            self.requests.append(request)
-            response = (
-                self._responses.popleft()
-                if self._responses
-                else error_response(500, "no scripted response")
-            )
-            await self._send(stream, response)
+            while True:
+                request = await _read_request(stream)
+                if request is None:
+                    return
+                self.requests.append(request)
+                response = (
+                    self._responses.popleft()
+                    if self._responses
+                    else error_response(500, "no scripted response")
+                )
+                keep = self.keep_alive and not (response.close_early or response.hang)
+                await self._send(stream, response, keep_alive=keep)
+                if not keep:
+                    return
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             self._record_close()
         finally:
@@ -145,16 +156,25 @@ class SseServer:
         self.closed_by_client += 1
         self.client_closed.set()
 
-    async def _send(self, stream: trio.SocketStream, response: ScriptedResponse) -> None:
+    async def _send(
+        self, stream: trio.SocketStream, response: ScriptedResponse, *, keep_alive: bool = False
+    ) -> None:
         reason = _REASONS.get(response.status, "Status")
         head = [f"HTTP/1.1 {response.status} {reason}"]
         head += [f"{name}: {value}" for name, value in response.headers.items()]
-        head += ["transfer-encoding: chunked", "connection: close", "", ""]
+        if response.content_length:
+            head.append(f"content-length: {sum(len(chunk) for chunk in response.chunks)}")
+        else:
+            head.append("transfer-encoding: chunked")
+        head += [f"connection: {'keep-alive' if keep_alive else 'close'}", "", ""]
         await stream.send_all("\r\n".join(head).encode())
         for position, chunk in enumerate(response.chunks):
             if position and response.pause:
                 await trio.sleep(response.pause)
-            await stream.send_all(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            if response.content_length:
+                await stream.send_all(chunk)
+            else:
+                await stream.send_all(b"%x\r\n%s\r\n" % (len(chunk), chunk))
         if response.close_early:
             return
         if response.hang:
@@ -163,7 +183,8 @@ class SseServer:
                 pass
             self._record_close()
             return
-        await stream.send_all(b"0\r\n\r\n")
+        if not response.content_length:
+            await stream.send_all(b"0\r\n\r\n")
 
 
 async def _read_request(stream: trio.SocketStream) -> RecordedRequest | None:

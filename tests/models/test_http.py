@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from contextlib import aclosing
 from typing import Any
 
+import attrs
 import httpx
 import pytest
 import trio
@@ -30,16 +31,21 @@ from trio_agent.models._http import (
     ProviderRequest,
     ProviderStreamError,
     SseEvent,
+    client_error_text,
     compat_value,
     connection_error_message,
     merge_headers,
     parse_sse_json,
     redact,
+    redact_url,
     retry_delay,
     send_with_retries,
     stream_http,
     truncate_body,
+    truncate_json_error,
 )
+from trio_agent.models._openai_completions import OPENAI_COMPLETIONS
+from trio_agent.models._openai_responses import OPENAI_RESPONSES
 
 # ---------------------------------------------------------------------------------------
 # A minimal wire API: every SSE event's data is appended as text; event "fail" raises.
@@ -355,16 +361,14 @@ async def test_driver_on_response_failure(
     assert error_of(events) == "status 200"
 
 
-async def test_driver_non_sse_content_type(
+async def test_driver_json_body_with_status_200_is_an_http_error(
     sse_server: SseServer, http_client: httpx.AsyncClient
 ) -> None:
-    sse_server.enqueue(error_response(200, {"not": "sse"}))
-    events = await run(http_client, echo_model(sse_server.base_url), api_key="k")
+    # F17: the body is one JSON document, not a stream; the API words it as an HTTP error.
+    sse_server.enqueue(error_response(200, {"error": "busy k-secret-1"}))
+    events = await run(http_client, echo_model(sse_server.base_url), api_key="k-secret-1")
     assert [e.type for e in events] == ["start", "error"]
-    assert error_of(events) == (
-        "Expected response header Content-Type to contain 'text/event-stream', "
-        "got 'application/json'"
-    )
+    assert error_of(events) == 'echo 200: {"error": "busy [REDACTED]"}'
 
 
 async def test_consumer_closing_early_closes_the_connection(
@@ -384,3 +388,168 @@ async def test_consumer_closing_early_closes_the_connection(
                 break
     with trio.fail_after(5):
         await sse_server.client_closed.wait()
+
+
+# ---------------------------------------------------------------------------------------
+# Redaction (F2, F11)
+
+
+def test_redact_escaped_and_encoded_forms() -> None:
+    key = "sk-live/0123456789\u00e9/end"
+    forms = [
+        key,
+        "sk-live\\/0123456789\\u00e9\\/end",
+        "sk-live\\u002F0123456789\\u00E9\\u002fend",
+        "sk-live%2F0123456789%C3%A9%2fend",
+        repr(key)[1:-1],
+    ]
+    for form in forms:
+        assert redact(f"x {form} y", key) == "x [REDACTED] y", form
+    emoji_key = "key-\U0001f600-0123456789"
+    assert redact('"key-\\ud83d\\ude00-0123456789"', emoji_key) == '"[REDACTED]"'
+
+
+def test_redact_removes_a_prefix_left_by_a_cut() -> None:
+    key = "sk-live-0123456789abcdef"
+    assert redact("bad sk-live-01234… [truncated 9 chars]", key) == (
+        "bad [REDACTED]… [truncated 9 chars]"
+    )
+    assert redact("bad sk-live-0123", key) == "bad [REDACTED]"
+    assert redact("ends sk-live", key) == "ends sk-live"  # too short to tell
+    # A cut body never leaves a prefix when redaction comes first.
+    body = "x" * 3990 + key
+    assert key[:8] not in truncate_body(redact(body, key))
+
+
+def test_redact_url() -> None:
+    key = "sk-live-0123456789abcdef0123"
+    assert redact_url(f"http://u:{key}@h:1/v1?api-version=2024-06-01&key={key}") == (
+        "http://[REDACTED]@h:1/v1?api-version=2024-06-01&key=[REDACTED]"
+    )
+    assert redact_url(f"http://h/{key}/v1?token=abc") == "http://h/[REDACTED]/v1?token=[REDACTED]"
+    assert redact_url("http://h/openai/deployments/gpt-4o/chat") == (
+        "http://h/openai/deployments/gpt-4o/chat"
+    )
+    assert redact_url("http://h/v1/k-secret-x", "k-secret-x") == "http://h/v1/[REDACTED]"
+
+
+def test_model_repr_hides_credentials() -> None:
+    model = Model(
+        id="m",
+        name="M",
+        api="a",
+        provider="p",
+        base_url="http://u:sk-live-0123456789abcdef@h/v1?key=sk-live-0123456789abcdef",
+        headers={"x-api-key": "sk-live-0123456789abcdef", "X-Title": "app"},
+    )
+    text = repr(model)
+    assert "0123456789" not in text
+    assert "base_url='http://[REDACTED]@h/v1?key=[REDACTED]'" in text
+    assert "headers={'x-api-key': '[REDACTED]', 'X-Title': 'app'}" in text
+    assert model.base_url.startswith("http://u:sk-live")  # the value itself is unchanged
+
+
+# ---------------------------------------------------------------------------------------
+# Retries: U08 (the retry-delay message) and U12 (delays in the past)
+
+RATE_LIMITED = {
+    "error": {
+        "message": "rate_limit_exceeded happened",
+        "type": "rate_limit_exceeded",
+        "param": None,
+        "code": "rate_limit_exceeded",
+    }
+}
+
+
+def test_client_error_text() -> None:
+    def text(body: str) -> str:
+        return client_error_text(HttpError(status=429, headers={}, body=body))
+
+    assert text('{"error":{"message":"slow"}}') == "429 slow"
+    assert text('{"error":{"code":1}}') == '429 {"error":{"code":1}}'
+    assert text("slow down\n") == "429 slow down\n"
+    assert text("") == "429 status code (no body)"
+
+
+@pytest.mark.parametrize(
+    ("headers", "cap_ms", "expected"),
+    [
+        ({"retry-after": "120"}, None, "Server requested 120s retry delay (max: 60s). "),
+        ({"retry-after": "120"}, 5000, "Server requested 120s retry delay (max: 5s). "),
+        ({"retry-after-ms": "2000"}, 1000, "Server requested 2s retry delay (max: 1s). "),
+    ],
+)
+@pytest.mark.parametrize(
+    "api", [OPENAI_COMPLETIONS, OPENAI_RESPONSES], ids=["completions", "responses"]
+)
+async def test_u08_retry_delay_message_ends_with_the_client_message(
+    headers: dict[str, str],
+    cap_ms: int | None,
+    expected: str,
+    api: HttpApi,
+    sse_server: SseServer,
+    http_client: httpx.AsyncClient,
+) -> None:
+    sse_server.enqueue(error_response(429, RATE_LIMITED, headers))
+    model = Model(
+        id="m", name="M", api="x", provider="openai", base_url=sse_server.base_url + "/v1"
+    )
+    options = StreamOptions(api_key="k", max_retries=1, max_retry_delay_ms=cap_ms)
+    api = attrs.evolve(api, format_retry_error=client_error_text)
+    stream = stream_http(api, model, CONTEXT, options, HttpEnv(client=http_client))
+    async with aclosing(stream):
+        events = [event async for event in stream]
+    assert error_of(events) == expected + "429 rate_limit_exceeded happened"
+
+
+async def test_u08_text_body_and_the_default_wording(
+    sse_server: SseServer, http_client: httpx.AsyncClient
+) -> None:
+    sse_server.enqueue(error_response(429, "slow down", {"retry-after": "120"}))
+    sse_server.enqueue(error_response(429, "slow down", {"retry-after": "120"}))
+    model = echo_model(sse_server.base_url)
+    api = attrs.evolve(ECHO, format_retry_error=client_error_text)
+    for each_api, expected in [(api, "429 slow down"), (ECHO, "echo 429: slow down")]:
+        stream = stream_http(
+            each_api,
+            model,
+            CONTEXT,
+            StreamOptions(api_key="k", max_retries=1),
+            HttpEnv(client=http_client),
+        )
+        async with aclosing(stream):
+            events = [event async for event in stream]
+        assert error_of(events) == f"Server requested 120s retry delay (max: 60s). {expected}"
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"},
+        {"retry-after-ms": "-5"},
+        {"retry-after": "-3"},
+    ],
+)
+async def test_u12_a_delay_in_the_past_retries_at_once(
+    headers: dict[str, str],
+    sse_server: SseServer,
+    http_client: httpx.AsyncClient,
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    assert retry_delay(0, headers) == (0.0, True)
+    sse_server.enqueue(error_response(503, "busy", headers))
+    sse_server.enqueue(sse_response([sse_chunk("a"), sse_chunk("", event="end")]))
+    start = trio.current_time()
+    events = await run(http_client, echo_model(sse_server.base_url), api_key="k", max_retries=1)
+    assert events[-1].type == "done"
+    assert trio.current_time() - start == 0
+    # Not a number: exponential backoff, as before.
+    assert retry_delay(0, {"retry-after-ms": "soon"})[1] is False
+
+
+def test_u09_truncate_json_error() -> None:
+    detail = '{"message":"' + "m" * 5031 + '"}'
+    assert len(detail) == 5045
+    assert truncate_json_error(detail) == detail[:4000] + "... [truncated 1045 chars]"
+    assert truncate_json_error(" short \n") == " short \n"

@@ -14,55 +14,73 @@ everything else, identically for all of them (reference ``upstream-ai.md`` §5.3
    auth headers, ``options.headers``; a ``None`` value deletes a header);
 4. call ``on_payload`` (it may return a replacement body; ``stream: true`` is forced
    afterwards);
-5. POST through the injected ``httpx.AsyncClient`` with request-phase retries;
+5. POST through the injected ``httpx.AsyncClient`` with request-phase retries, never
+   following a redirect (so no credential reaches another origin; see :mod:`._request`);
 6. call ``on_response``, yield ``start``;
-7. frame the body as SSE (one implementation, httpx-sse), call ``on_provider_stream_event``
-   for each parsed provider event, and yield what the mapper produces;
-8. after the body ends, let the mapper close its blocks and decide the terminal event.
+7. frame the body as SSE (:class:`~._sse.SseDecoder`, one implementation for all APIs),
+   call ``on_provider_stream_event`` for each parsed provider event, and yield what the
+   mapper produces; a body that is one JSON document is reported as an HTTP error;
+8. after the body ends, let the mapper close its blocks and decide the terminal event;
+   the rest of a finished body is drained (bounded) so the connection is reused.
 
 Failures never raise out of the stream: they end it with one ``error`` event (partial
-content kept). An abort through ``options.signal`` ends it with ``stop_reason="aborted"``
-and ``Request was aborted``. Cancellation of the consumer's scope propagates
-(``trio.Cancelled`` is never caught) and closes the HTTP response on the way out.
+content kept), produced in one place (:meth:`_HttpStream.terminal_for`). An abort through
+``options.signal`` ends it with ``stop_reason="aborted"`` and ``Request was aborted``.
+Cancellation of the consumer's scope propagates (``trio.Cancelled`` is never caught) and
+closes the HTTP response on the way out.
 
 Trio rule kept here: the generator never yields while a cancel scope of its own is open.
 Every await (request, body reads, hooks) runs inside a short-lived abort scope
 (:func:`~trio_agent._abort.open_abort_scope`); events are yielded outside it.
 
-API keys never appear in events, error messages or reprs: every error text is passed
-through :func:`redact` before it reaches the message.
+API keys never appear in events, error messages, reprs or logs: error bodies are redacted
+before the API's formatter sees (and cuts) them, every error text is passed through
+:func:`redact` before it reaches the message, and httpx's log lines show URLs without
+credentials. Requests are logged to ``trio_agent.models`` (see ``docs/providers.md``).
 """
 
 from __future__ import annotations
 
 import json
-import math
+import logging
 import os
-import random
-import time
+from collections import deque
 from collections.abc import (
     AsyncGenerator,
+    AsyncIterator,
     Awaitable,
     Callable,
     Iterable,
     Mapping,
 )
-from email.utils import parsedate_to_datetime
-from functools import partial
+from contextlib import aclosing
 from typing import Any, Literal, Protocol, TypeAlias
 
 import attrs
 import httpx
-import httpx_sse
 import trio
 
 from .._abort import open_abort_scope
 from .._events import AssistantMessageEvent, DoneEvent, ErrorEvent
 from .._json_stream import parse_json_with_repair
 from .._messages import Model
+from .._redaction import redact, redact_url, url_secrets
 from .._streaming import LlmContext, ProviderResponse, StreamOptions
 from .._util import maybe_await
 from ._builder import AssistantMessageBuilder
+from ._request import (
+    DEFAULT_MAX_RETRY_DELAY_MS,
+    HttpError,
+    ProviderStreamError,
+    client_error_text,
+    connection_error_message,
+    error_text,
+    logged_secrets,
+    logger,
+    retry_delay,
+    send_with_retries,
+)
+from ._sse import SseDecoder, SseEvent
 
 __all__ = [
     "DEFAULT_MAX_RETRY_DELAY_MS",
@@ -78,20 +96,20 @@ __all__ = [
     "SseMapper",
     "compact_json",
     "compat_value",
+    "client_error_text",
     "connection_error_message",
     "env_api_key",
     "error_text",
     "merge_headers",
     "parse_sse_json",
     "redact",
+    "redact_url",
     "retry_delay",
     "send_with_retries",
     "stream_http",
     "truncate_body",
+    "truncate_json_error",
 ]
-
-DEFAULT_MAX_RETRY_DELAY_MS = 60_000
-"""Default cap on a server-requested retry delay (``StreamOptions.max_retry_delay_ms``)."""
 
 ERROR_BODY_LIMIT = 4000
 """HTTP error bodies longer than this many characters are truncated in error messages."""
@@ -117,8 +135,6 @@ GetApiKey: TypeAlias = Callable[[str], "str | Awaitable[str | None] | None"]
 """``get_api_key(provider) -> key | None`` (plain function or ``async def``)."""
 
 _USER_AGENT = "trio-agent/0.1.0"
-_REDACTED = "[REDACTED]"
-
 
 # ---------------------------------------------------------------------------------------
 # Values exchanged between the pipeline and a wire API
@@ -147,33 +163,6 @@ class ProviderRequest:
     ``model.headers``."""
     auth_headers: Mapping[str, str] = attrs.field(factory=dict, repr=False)
     """Headers carrying the key; merged after ``model.headers``. Never shown in reprs."""
-
-
-@attrs.frozen(kw_only=True)
-class HttpError:
-    """A failed HTTP response, handed to :attr:`HttpApi.format_http_error`."""
-
-    status: int
-    headers: Mapping[str, str]
-    body: str
-    """The full response body as text (formatters pass it through
-    :func:`truncate_body`)."""
-
-
-@attrs.frozen(kw_only=True)
-class SseEvent:
-    """One server-sent event as framed on the wire."""
-
-    event: str
-    """The ``event:`` field (``"message"`` when absent)."""
-    data: str
-    """The ``data:`` lines joined with ``"\\n"``."""
-    id: str = ""
-
-
-class ProviderStreamError(Exception):
-    """Raised by an :class:`SseMapper` (or a request builder) to end the stream with an
-    ``error`` event whose ``error_message`` is the exception's message."""
 
 
 class SseMapper(Protocol):
@@ -220,6 +209,10 @@ class HttpApi:
     """Creates the mapper of one response."""
     format_http_error: Callable[[HttpError, Model], str]
     """Words the error message of an HTTP error status (reference §5.4)."""
+    format_retry_error: Callable[[HttpError, Model], str] | None = None
+    """Words the error that ends a ``Server requested <n>s retry delay ...`` message (the
+    client's own wording, e.g. :func:`client_error_text`); ``None`` uses
+    :attr:`format_http_error`."""
     auth_header_names: tuple[str, ...] = ("authorization",)
     """Lower-case header names that make a missing API key acceptable when the caller
     supplies one of them (in ``model.headers`` or ``options.headers``)."""
@@ -269,49 +262,19 @@ def truncate_body(text: str) -> str:
     return f"{text[:ERROR_BODY_LIMIT]}… [truncated {len(text) - ERROR_BODY_LIMIT} chars]"
 
 
-# Shorter "keys" are placeholders for local servers (e.g. "x"); replacing them would
-# garble error messages without protecting anything.
-_MIN_SECRET_LENGTH = 8
-
-
-def redact(text: str, *secrets: str | None) -> str:
-    """Replace every occurrence of each secret (and of its escaped ``repr`` form, as it
-    appears in messages about invalid header bytes) in ``text`` with ``[REDACTED]``."""
-    for secret in secrets:
-        if not secret or len(secret) < _MIN_SECRET_LENGTH:
-            continue
-        for form in {secret, repr(secret)[1:-1]}:
-            text = text.replace(form, _REDACTED)
-    return text
+def truncate_json_error(text: str) -> str:
+    """Cut the compact JSON of an OpenAI error object to :data:`ERROR_BODY_LIMIT`
+    characters, as pi does (parity row U09): a longer text ends with
+    ``... [truncated N chars]`` (three ASCII dots, N = the characters cut). Raw bodies
+    are never cut or trimmed.
+    """
+    if len(text) <= ERROR_BODY_LIMIT:
+        return text
+    return f"{text[:ERROR_BODY_LIMIT]}... [truncated {len(text) - ERROR_BODY_LIMIT} chars]"
 
 
 def _has_control_character(value: str) -> bool:
     return any(ord(char) < 32 or ord(char) == 127 for char in value)
-
-
-def error_text(exc: BaseException) -> str:
-    """The message of an exception (its class name when ``str()`` is empty)."""
-    return str(exc) or type(exc).__name__
-
-
-def connection_error_message(exc: BaseException) -> str:
-    """``Connection error.: <cause>`` with the deepest cause's message (reference §5.4).
-
-    Timeouts read ``Request timed out.``.
-    """
-    if isinstance(exc, httpx.TimeoutException):
-        return "Request timed out."
-    deepest: BaseException = exc
-    seen: set[int] = set()
-    while id(deepest) not in seen:
-        seen.add(id(deepest))
-        cause = deepest.__cause__ or deepest.__context__
-        if isinstance(deepest, BaseExceptionGroup) and deepest.exceptions:
-            cause = deepest.exceptions[0]
-        if cause is None:
-            break
-        deepest = cause
-    return f"Connection error.: {error_text(deepest)}"
 
 
 def parse_sse_json(data: str) -> Any:
@@ -359,111 +322,6 @@ async def _resolve_api_key(model: Model, options: StreamOptions, env: HttpEnv) -
 
 
 # ---------------------------------------------------------------------------------------
-# Request phase with retries (reference §5.3)
-
-
-def _is_retryable(status: int | None, headers: Mapping[str, str]) -> bool:
-    should_retry = headers.get("x-should-retry", "").strip().lower()
-    if should_retry == "true":
-        return True
-    if should_retry == "false":
-        return False
-    return status is None or status in (408, 409, 429) or status >= 500
-
-
-def retry_delay(attempt: int, headers: Mapping[str, str]) -> tuple[float, bool]:
-    """Delay in seconds before retry number ``attempt + 1``, and whether the server chose it.
-
-    ``retry-after-ms`` (milliseconds), else ``retry-after`` (seconds or an HTTP date),
-    else exponential backoff ``min(0.5 * 2**attempt, 8)`` seconds times a random factor
-    in (0.75, 1].
-    """
-    after_ms = headers.get("retry-after-ms")
-    if after_ms is not None:
-        try:
-            value = float(after_ms)
-        except ValueError:
-            pass
-        else:
-            if math.isfinite(value) and value >= 0:
-                return value / 1000, True
-    after = headers.get("retry-after")
-    if after is not None:
-        try:
-            value = float(after)
-        except ValueError:
-            try:
-                when = parsedate_to_datetime(after)
-            except (TypeError, ValueError):
-                when = None
-            if when is not None:
-                value = when.timestamp() - time.time()
-                if value >= 0:
-                    return value, True
-        else:
-            if math.isfinite(value) and value >= 0:
-                return value, True
-    backoff = min(0.5 * 2**attempt, 8.0)
-    return backoff * (1 - random.random() * 0.25), False
-
-
-async def send_with_retries(
-    client: httpx.AsyncClient,
-    request: httpx.Request,
-    *,
-    options: StreamOptions,
-    model: Model,
-    format_http_error: Callable[[HttpError, Model], str],
-) -> httpx.Response:
-    """Send ``request`` for streaming and return the open response (status < 400).
-
-    Retries only this request phase, ``options.max_retries`` times (default 0): retryable
-    are connection errors and statuses 408, 409, 429 and >= 500, unless the response
-    says ``x-should-retry``. Sleeps on Trio's clock. The caller closes the response.
-
-    Raises:
-        ProviderStreamError: with the final error message (HTTP error wording from
-            ``format_http_error``, ``Connection error.: <cause>``, or the
-            ``Server requested <n>s retry delay (max: <m>s). <error>`` message when a
-            server-requested delay exceeds ``options.max_retry_delay_ms``).
-    """
-    max_retries = max(0, options.max_retries or 0)
-    cap_ms = options.max_retry_delay_ms
-    if cap_ms is None:
-        cap_ms = DEFAULT_MAX_RETRY_DELAY_MS
-    attempt = 0
-    while True:
-        status: int | None = None
-        headers: Mapping[str, str] = {}
-        try:
-            response = await client.send(request, stream=True)
-        except httpx.TransportError as exc:
-            message = connection_error_message(exc)
-        else:
-            if response.status_code < 400:
-                return response
-            status = response.status_code
-            headers = response.headers
-            try:
-                body = (await response.aread()).decode("utf-8", errors="replace")
-            except httpx.TransportError:
-                body = ""
-            finally:
-                await response.aclose()
-            message = format_http_error(HttpError(status=status, headers=headers, body=body), model)
-        if attempt >= max_retries or not _is_retryable(status, headers):
-            raise ProviderStreamError(message)
-        delay, requested = retry_delay(attempt, headers)
-        if requested and cap_ms > 0 and delay * 1000 > cap_ms:
-            raise ProviderStreamError(
-                f"Server requested {math.ceil(delay)}s retry delay "
-                f"(max: {math.ceil(cap_ms / 1000)}s). {message}"
-            )
-        await trio.sleep(delay)
-        attempt += 1
-
-
-# ---------------------------------------------------------------------------------------
 # The stream driver
 
 
@@ -471,26 +329,25 @@ def _is_terminal(event: AssistantMessageEvent) -> bool:
     return isinstance(event, DoneEvent | ErrorEvent)
 
 
-def _collect(
-    produce: Callable[[], Iterable[AssistantMessageEvent]],
-) -> tuple[list[AssistantMessageEvent], BaseException | None]:
-    # Run a mapper method, keeping the events it produced before it raised.
-    events: list[AssistantMessageEvent] = []
-    try:
-        for event in produce():
-            events.append(event)
-    except Exception as exc:
-        return events, exc
-    return events, None
+_DRAIN_SECONDS = 0.1
+"""How long a finished response's rest is waited for before its connection is dropped."""
+_DRAIN_BYTES = 1 << 16
+"""How much of a finished response's rest is read at most to keep its connection."""
+_JSON_BODY_LIMIT = 1 << 20
+"""How much of a JSON body that is not a stream is read for its error message."""
 
 
-async def _unwind(frames: AsyncGenerator[httpx_sse.ServerSentEvent, None]) -> None:
+class _Aborted(Exception):
+    """Raised inside the stream when ``options.signal`` is found aborted."""
+
+
+async def _unwind(chunks: AsyncIterator[bytes]) -> None:
     # httpx reads a body through a chain of nested async generators. Stopping early would
     # leave them suspended until the garbage collector finalizes them (a ResourceWarning
     # under Trio). With the response already closed, the next read fails at once and the
     # failure unwinds the whole chain.
     try:
-        async for _ in frames:
+        async for _ in chunks:
             pass
     except Exception:
         pass
@@ -513,169 +370,296 @@ async def stream_http(
     and closes the HTTP response; an abort of ``options.signal`` ends the stream with the
     aborted outcome instead.
     """
-    builder = AssistantMessageBuilder(api=model.api, provider=model.provider, model=model.id)
-    signal = options.signal
-    secrets: list[str] = []  # the key and caller-supplied auth header values
+    stream = _HttpStream(api, model, context, options, env)
+    # The one exit for every failure and abort: whatever the steps raise (an ordinary
+    # exception, never a cancellation) ends the stream with one terminal event here.
+    # Events the steps produced before raising have already been yielded.
+    async with aclosing(stream.events()) as events:
+        while True:
+            try:
+                event = await anext(events)
+            except StopAsyncIteration:
+                return
+            except Exception as exc:
+                yield stream.terminal_for(exc)
+                return
+            if isinstance(event, DoneEvent | ErrorEvent):
+                stream.log_end(event)
+            yield event
 
-    def aborted() -> bool:
+
+class _HttpStream:
+    """The steps of :func:`stream_http` for one request.
+
+    :meth:`events` yields the events of a run that goes well and raises on anything
+    else; :func:`stream_http` turns what it raises into the terminal event
+    (:meth:`terminal_for`).
+    """
+
+    def __init__(
+        self,
+        api: HttpApi,
+        model: Model,
+        context: LlmContext,
+        options: StreamOptions,
+        env: HttpEnv,
+    ) -> None:
+        self.api = api
+        self.model = model
+        self.context = context
+        self.options = options
+        self.env = env
+        self.builder = AssistantMessageBuilder(
+            api=model.api, provider=model.provider, model=model.id
+        )
+        self.secrets: list[str] = []  # the key and caller-supplied auth header values
+        self.started = False  # the response arrived and ``start`` was yielded
+
+    def aborted(self) -> bool:
+        signal = self.options.signal
         return signal is not None and signal.aborted
 
-    def fail(exc_or_message: BaseException | str) -> ErrorEvent:
-        message = exc_or_message if isinstance(exc_or_message, str) else error_text(exc_or_message)
-        return builder.error(redact(message, *secrets))
+    def check_abort(self) -> None:
+        if self.aborted():
+            raise _Aborted
 
-    if aborted():
-        yield builder.aborted()
-        return
-
-    # -- request phase: no yields inside the abort scope ---------------------------------
-    response: httpx.Response | None = None
-    failure: BaseException | None = None
-    with open_abort_scope(signal):
-        try:
-            api_key = await _resolve_api_key(model, options, env)
-            caller_headers = merge_headers(model.headers, options.headers)
-            auth_values = [
-                value
-                for name, value in caller_headers.items()
-                if name.lower() in api.auth_header_names and value
-            ]
-            secrets.extend(auth_values)
-            for value in auth_values:
-                if value.lower().startswith("bearer "):
-                    secrets.append(value[7:])
-            if api_key is not None:
-                secrets.append(api_key)
-            if api_key is None and not auth_values:
-                raise ProviderStreamError(f"No API key for provider: {model.provider}")
-            if any(_has_control_character(secret) for secret in secrets):
-                # httpx would reject the header with the key in its message.
-                raise ProviderStreamError(
-                    f"Invalid API key for provider: {model.provider} "
-                    "(it contains a control character)"
-                )
-            spec = api.build_request(model, context, options, api_key)
-            body: Any = spec.body
-            if options.on_payload is not None:
-                replacement = await maybe_await(options.on_payload(body, model))
-                if replacement is not None:
-                    body = replacement
-            if not isinstance(body, Mapping):
-                raise ProviderStreamError("on_payload must return a dict or None")
-            body = {**body, "stream": True}
-            headers = merge_headers(
-                {
-                    "User-Agent": _USER_AGENT,
-                    "Content-Type": "application/json",
-                    "Accept": "text/event-stream",
-                },
-                spec.headers,
-                model.headers,
-                spec.auth_headers,
-                options.headers,
+    def log_end(self, event: DoneEvent | ErrorEvent) -> None:
+        """Log the terminal event a mapper produced (DEBUG, or WARNING for an error)."""
+        model = self.model
+        if isinstance(event, DoneEvent):
+            logger.debug(
+                "%s response of %s/%s done: %s",
+                model.api,
+                model.provider,
+                model.id,
+                event.message.stop_reason,
             )
-            # The last resort against lone surrogates is a replacement character: the
-            # providers already strip them (sanitize_surrogates) from every text they send.
-            content = compact_json(body).encode("utf-8", errors="replace")
-            request = env.client.build_request("POST", spec.url, content=content, headers=headers)
-            response = await send_with_retries(
-                env.client,
+        elif event.error.stop_reason == "aborted":
+            logger.debug("%s request for %s/%s aborted", model.api, model.provider, model.id)
+        else:
+            message = redact(event.error.error_message or "", *self.secrets)
+            logger.warning(
+                "%s response of %s/%s failed: %s", model.api, model.provider, model.id, message
+            )
+
+    def terminal_for(self, exc: Exception) -> ErrorEvent:
+        """The terminal event for a stream that ended by raising ``exc``."""
+        model = self.model
+        if self.aborted():
+            logger.debug("%s request for %s/%s aborted", model.api, model.provider, model.id)
+            return self.builder.aborted()
+        message = redact(error_text(exc), *self.secrets)
+        # HTTP error statuses and other failures of the request are errors a user acts on
+        # (a wrong key, a bad request); failures inside a started stream are warnings.
+        level = logging.WARNING if self.started else logging.ERROR
+        logger.log(
+            level, "%s request for %s/%s failed: %s", model.api, model.provider, model.id, message
+        )
+        return self.builder.error(message)
+
+    async def events(self) -> AsyncGenerator[AssistantMessageEvent, None]:
+        """Yield the events of the response; raise to end the stream early.
+
+        No yield happens inside an abort scope of this generator.
+        """
+        self.check_abort()
+        response: httpx.Response | None = None
+        with open_abort_scope(self.options.signal):
+            response = await self.send()
+        chunks: AsyncIterator[bytes] | None = None
+        try:
+            # The scope swallowed the cancellation of an abort; the response (if any)
+            # closes in the ``finally``.
+            self.check_abort()
+            assert response is not None
+            with open_abort_scope(self.options.signal):
+                if self.options.on_response is not None:
+                    status = ProviderResponse(
+                        status=response.status_code, headers=dict(response.headers)
+                    )
+                    await maybe_await(self.options.on_response(status, self.model))
+            self.check_abort()
+            mapper = self.api.create_mapper(self.builder, self.model)
+            self.started = True
+            yield self.builder.start()
+            chunks = response.aiter_bytes()
+            async with aclosing(self.map_body(response, chunks, mapper)) as events:
+                async for event in events:
+                    yield event
+        finally:
+            if response is not None:
+                await response.aclose()
+            if chunks is not None:
+                await _unwind(chunks)
+
+    async def read(self, chunks: AsyncIterator[bytes]) -> bytes | None:
+        """The next piece of the body (``None`` at its end), inside an abort scope."""
+        piece: bytes | None = None
+        with open_abort_scope(self.options.signal):
+            try:
+                piece = await anext(chunks)
+            except StopAsyncIteration:
+                piece = None
+            except httpx.TransportError as exc:
+                raise ProviderStreamError(connection_error_message(exc)) from exc
+        self.check_abort()
+        return piece
+
+    async def map_body(
+        self, response: httpx.Response, chunks: AsyncIterator[bytes], mapper: SseMapper
+    ) -> AsyncGenerator[AssistantMessageEvent, None]:
+        """Read the body's events through ``mapper``; end with the terminal event."""
+        on_event = self.options.on_provider_stream_event
+        decoder = SseDecoder()
+        pending: deque[SseEvent] = deque()
+        ended = False
+        while not mapper.finished:
+            if not pending:
+                if ended:
+                    break
+                piece = await self.read(chunks)
+                if piece is None:
+                    ended = True
+                    pending.extend(decoder.end())
+                else:
+                    pending.extend(decoder.feed(piece))
+                if decoder.json_text is not None:
+                    raise await self.json_body_error(response, chunks, decoder, ended)
+                continue
+            raw = mapper.parse(pending.popleft())
+            if raw is None:
+                continue
+            if on_event is not None:
+                with open_abort_scope(self.options.signal):
+                    await maybe_await(on_event(raw, self.model))
+                self.check_abort()
+            for event in mapper.map(raw):
+                if _is_terminal(event):
+                    await self.drain(chunks)
+                    yield event
+                    return
+                yield event
+        if not ended:
+            await self.drain(chunks)
+        self.check_abort()
+        terminal = False
+        for event in mapper.finish():
+            terminal = _is_terminal(event)
+            yield event
+        if not terminal:
+            yield self.builder.done()
+
+    async def drain(self, chunks: AsyncIterator[bytes]) -> None:
+        """Read what is left of a finished response, so that httpx can keep its
+        connection alive for the next request (F5).
+
+        Bounded in time and size: a rest that is not there at once, or is large, is not
+        waited for; closing the response then closes the connection, so no stale bytes
+        can reach the next response.
+        """
+        read = 0
+        with trio.move_on_after(_DRAIN_SECONDS), open_abort_scope(self.options.signal):
+            try:
+                async for piece in chunks:
+                    read += len(piece)
+                    if read > _DRAIN_BYTES:
+                        break
+            except httpx.HTTPError:
+                pass
+
+    async def json_body_error(
+        self,
+        response: httpx.Response,
+        chunks: AsyncIterator[bytes],
+        decoder: SseDecoder,
+        ended: bool,
+    ) -> ProviderStreamError:
+        """The error for a body that is one JSON document instead of a stream (F17): the
+        API's HTTP error wording, with the response's status."""
+        size = 0
+        while not ended and size <= _JSON_BODY_LIMIT:
+            try:
+                piece = await self.read(chunks)
+            except ProviderStreamError:
+                break
+            if piece is None:
+                ended = True
+                decoder.end()
+            else:
+                size += len(piece)
+                decoder.feed(piece)
+        body = redact(decoder.json_text or "", *self.secrets)
+        error = HttpError(status=response.status_code, headers=response.headers, body=body)
+        return ProviderStreamError(self.api.format_http_error(error, self.model))
+
+    async def send(self) -> httpx.Response:
+        """Resolve the key, build the request, run the hooks and send it (with retries).
+
+        Runs inside an abort scope.
+        """
+        model, options, api = self.model, self.options, self.api
+        api_key = await _resolve_api_key(model, options, self.env)
+        caller_headers = merge_headers(model.headers, options.headers)
+        auth_values = [
+            value
+            for name, value in caller_headers.items()
+            if name.lower() in api.auth_header_names and value
+        ]
+        self.secrets.extend(auth_values)
+        for value in auth_values:
+            if value.lower().startswith("bearer "):
+                self.secrets.append(value[7:])
+        if api_key is not None:
+            self.secrets.append(api_key)
+        if api_key is None and not auth_values:
+            raise ProviderStreamError(f"No API key for provider: {model.provider}")
+        if any(_has_control_character(secret) for secret in self.secrets):
+            # httpx would reject the header with the key in its message.
+            raise ProviderStreamError(
+                f"Invalid API key for provider: {model.provider} (it contains a control character)"
+            )
+        spec = api.build_request(model, self.context, options, api_key)
+        body: Any = spec.body
+        if options.on_payload is not None:
+            replacement = await maybe_await(options.on_payload(body, model))
+            if replacement is not None:
+                body = replacement
+        if not isinstance(body, Mapping):
+            raise ProviderStreamError("on_payload must return a dict or None")
+        body = {**body, "stream": True}
+        headers = merge_headers(
+            {
+                "User-Agent": _USER_AGENT,
+                "Content-Type": "application/json",
+                "Accept": "text/event-stream",
+            },
+            spec.headers,
+            model.headers,
+            spec.auth_headers,
+            options.headers,
+        )
+        # The last resort against lone surrogates is a replacement character: the
+        # providers already strip them (sanitize_surrogates) from every text they send.
+        content = compact_json(body).encode("utf-8", errors="replace")
+        client = self.env.client
+        url = httpx.URL(spec.url)
+        self.secrets.extend(url_secrets(spec.url))
+        if url.userinfo:
+            # httpx would send the userinfo as Basic auth but also log the URL with it:
+            # send the same header from a URL without credentials.
+            basic = httpx.BasicAuth(url.username, url.password)
+            basic_header = next(basic.auth_flow(httpx.Request("GET", url))).headers
+            headers["Authorization"] = basic_header["Authorization"]
+            self.secrets.append(basic_header["Authorization"].removeprefix("Basic "))
+            url = url.copy_with(userinfo=b"")
+        request = client.build_request("POST", url, content=content, headers=headers)
+        with logged_secrets(self.secrets):
+            return await send_with_retries(
+                client,
                 request,
                 options=options,
                 model=model,
                 format_http_error=api.format_http_error,
+                format_retry_error=api.format_retry_error,
+                secrets=self.secrets,
             )
-        except Exception as exc:
-            failure = exc
-    if aborted() or response is None:
-        if response is not None:
-            await response.aclose()
-        if aborted():
-            yield builder.aborted()
-        else:
-            yield fail(failure or "Request failed")
-        return
-
-    # -- response phase: the response closes however the generator ends ----------------
-    frames: AsyncGenerator[httpx_sse.ServerSentEvent, None] | None = None
-    try:
-        with open_abort_scope(signal):
-            try:
-                if options.on_response is not None:
-                    status = ProviderResponse(
-                        status=response.status_code, headers=dict(response.headers)
-                    )
-                    await maybe_await(options.on_response(status, model))
-            except Exception as exc:
-                failure = exc
-        if aborted():
-            yield builder.aborted()
-            return
-        if failure is not None:
-            yield fail(failure)
-            return
-
-        try:
-            mapper = api.create_mapper(builder, model)
-        except Exception as exc:
-            yield fail(exc)
-            return
-        yield builder.start()
-        frames = httpx_sse.EventSource(response).aiter_sse()
-        while not mapper.finished:
-            raw: Any = None
-            ended = False
-            with open_abort_scope(signal):
-                try:
-                    frame = await anext(frames)
-                except StopAsyncIteration:
-                    ended = True
-                except httpx_sse.SSEError as exc:
-                    # Not a connection problem, although httpx-sse derives it from one.
-                    failure = exc
-                except httpx.TransportError as exc:
-                    failure = ProviderStreamError(connection_error_message(exc))
-                except Exception as exc:
-                    failure = exc
-                else:
-                    try:
-                        raw = mapper.parse(
-                            SseEvent(event=frame.event, data=frame.data, id=frame.id)
-                        )
-                        if raw is not None and options.on_provider_stream_event is not None:
-                            await maybe_await(options.on_provider_stream_event(raw, model))
-                    except Exception as exc:
-                        failure = exc
-            if aborted():
-                yield builder.aborted()
-                return
-            if failure is not None:
-                yield fail(failure)
-                return
-            if ended:
-                break
-            if raw is None:
-                continue
-            events, failure = _collect(partial(mapper.map, raw))
-            for event in events:
-                yield event
-            if failure is not None:
-                yield fail(failure)
-                return
-            if events and _is_terminal(events[-1]):
-                return
-
-        if aborted():
-            yield builder.aborted()
-            return
-        events, failure = _collect(mapper.finish)
-        for event in events:
-            yield event
-        if failure is not None:
-            yield fail(failure)
-        elif not (events and _is_terminal(events[-1])):
-            yield builder.done()
-    finally:
-        await response.aclose()
-        if frames is not None:
-            await _unwind(frames)

@@ -58,7 +58,9 @@ class Models:
 
     ``Models`` owns the ``httpx.AsyncClient`` it creates (when none is given) and closes
     it in :meth:`aclose` or at the end of ``async with``; an injected client is left
-    open. Transport timeouts belong to the client.
+    open. Transport timeouts belong to the client. Its keep-alive connections are reused
+    from one request to the next; provider requests never follow redirects, whatever
+    the client's setting (so no key reaches another origin).
 
     Args:
         http_client: The client every built-in API uses. Default: a new client with a

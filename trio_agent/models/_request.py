@@ -1,0 +1,309 @@
+"""The request phase of the built-in HTTP APIs: sending with retries, and keeping secrets
+out of what httpx logs.
+
+:func:`send_with_retries` sends one provider request and returns the open streaming
+response, retrying connection errors and retryable statuses as upstream does (reference
+``upstream-ai.md`` §5.3). It never follows a redirect, whatever the client's setting, so
+no credential header reaches another origin, and it redacts error bodies before the API's
+formatter sees (and may cut) them. Attempts and retries are logged to
+``trio_agent.models``.
+
+httpx logs every request's URL at INFO. A filter on the ``httpx`` logger, installed when
+this module is imported, shows those URLs without credentials (:func:`redact_url`), also
+redacting the keys of the requests in flight (:func:`logged_secrets`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import random
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from email.utils import parsedate_to_datetime
+
+import attrs
+import httpx
+import trio
+
+from .._messages import Model
+from .._redaction import redact, redact_url
+from .._streaming import StreamOptions
+
+__all__ = [
+    "DEFAULT_MAX_RETRY_DELAY_MS",
+    "HttpError",
+    "ProviderStreamError",
+    "client_error_text",
+    "connection_error_message",
+    "error_text",
+    "logged_secrets",
+    "logger",
+    "retry_delay",
+    "send_with_retries",
+]
+
+DEFAULT_MAX_RETRY_DELAY_MS = 60_000
+"""Default cap on a server-requested retry delay (``StreamOptions.max_retry_delay_ms``)."""
+
+
+logger = logging.getLogger("trio_agent.models")
+"""The providers' logger (see ``docs/providers.md`` for what is logged at which level)."""
+# A library logs, the application decides where to: without a configured handler the
+# records are dropped, not printed by logging's last-resort handler.
+logger.addHandler(logging.NullHandler())
+
+
+@attrs.frozen(kw_only=True)
+class HttpError:
+    """A failed HTTP response, handed to :attr:`~._http.HttpApi.format_http_error`."""
+
+    status: int
+    headers: Mapping[str, str]
+    body: str
+    """The full response body as text, already redacted (formatters may cut it with
+    :func:`~._http.truncate_body` or :func:`~._http.truncate_json_error`)."""
+
+
+class ProviderStreamError(Exception):
+    """Raised by an :class:`~._http.SseMapper` (or a request builder) to end the stream with an
+    ``error`` event whose ``error_message`` is the exception's message."""
+
+
+def error_text(exc: BaseException) -> str:
+    """The message of an exception (its class name when ``str()`` is empty)."""
+    return str(exc) or type(exc).__name__
+
+
+def connection_error_message(exc: BaseException) -> str:
+    """``Connection error.: <cause>`` with the deepest cause's message (reference §5.4).
+
+    Timeouts read ``Request timed out.``.
+    """
+    if isinstance(exc, httpx.TimeoutException):
+        return "Request timed out."
+    deepest: BaseException = exc
+    seen: set[int] = set()
+    while id(deepest) not in seen:
+        seen.add(id(deepest))
+        cause = deepest.__cause__ or deepest.__context__
+        if isinstance(deepest, BaseExceptionGroup) and deepest.exceptions:
+            cause = deepest.exceptions[0]
+        if cause is None:
+            break
+        deepest = cause
+    return f"Connection error.: {error_text(deepest)}"
+
+
+# ---------------------------------------------------------------------------------------
+# httpx's own log lines
+
+# Secrets of the requests in flight, counted (several requests may share a key).
+_active_secrets: Counter[str] = Counter()
+
+
+@contextmanager
+def logged_secrets(secrets: Sequence[str]) -> Iterator[None]:
+    # Makes httpx's log lines of this request redact ``secrets`` as well.
+    added = [secret for secret in secrets if secret]
+    _active_secrets.update(added)
+    try:
+        yield
+    finally:
+        _active_secrets.subtract(added)
+        for secret in added:
+            if _active_secrets[secret] <= 0:
+                del _active_secrets[secret]
+
+
+class _HttpxUrlFilter(logging.Filter):
+    """Shows the URLs in httpx's log lines without credentials (see :func:`redact_url`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and any(isinstance(arg, httpx.URL) for arg in args):
+            secrets = list(_active_secrets)
+            record.args = tuple(
+                redact_url(str(arg), *secrets) if isinstance(arg, httpx.URL) else arg
+                for arg in args
+            )
+        return True
+
+
+def _install_httpx_log_filter() -> None:
+    httpx_logger = logging.getLogger("httpx")
+    if not any(isinstance(f, _HttpxUrlFilter) for f in httpx_logger.filters):
+        httpx_logger.addFilter(_HttpxUrlFilter())
+
+
+_install_httpx_log_filter()
+
+
+# ---------------------------------------------------------------------------------------
+# Request phase with retries (reference §5.3)
+
+
+def _is_retryable(status: int | None, headers: Mapping[str, str]) -> bool:
+    should_retry = headers.get("x-should-retry", "").strip().lower()
+    if should_retry == "true":
+        return True
+    if should_retry == "false":
+        return False
+    return status is None or status in (408, 409, 429) or status >= 500
+
+
+def retry_delay(attempt: int, headers: Mapping[str, str]) -> tuple[float, bool]:
+    """Delay in seconds before retry number ``attempt + 1``, and whether the server chose it.
+
+    ``retry-after-ms`` (milliseconds), else ``retry-after`` (seconds or an HTTP date),
+    else exponential backoff ``min(0.5 * 2**attempt, 8)`` seconds times a random factor
+    in (0.75, 1]. Any finite server value counts; a negative one (or a date in the past)
+    means "retry now" (0 s).
+    """
+    after_ms = headers.get("retry-after-ms")
+    if after_ms is not None:
+        try:
+            value = float(after_ms)
+        except ValueError:
+            pass
+        else:
+            if math.isfinite(value):
+                return max(0.0, value / 1000), True
+    after = headers.get("retry-after")
+    if after is not None:
+        try:
+            value = float(after)
+        except ValueError:
+            try:
+                when = parsedate_to_datetime(after)
+            except (TypeError, ValueError):
+                when = None
+            if when is not None:
+                return max(0.0, when.timestamp() - time.time()), True
+        else:
+            if math.isfinite(value):
+                return max(0.0, value), True
+    backoff = min(0.5 * 2**attempt, 8.0)
+    return backoff * (1 - random.random() * 0.25), False
+
+
+def client_error_text(error: HttpError, model: Model | None = None) -> str:
+    """The OpenAI SDK's wording of an HTTP error: ``<status> <error.message>`` when the
+    body is JSON with a string ``error.message``, else ``<status> <body as received>``
+    (``<status> status code (no body)`` for an empty body).
+
+    The retry-delay message of the OpenAI APIs ends with it (parity row U08): it is their
+    :attr:`~._http.HttpApi.format_retry_error`. ``model`` is not used.
+    """
+    try:
+        parsed = json.loads(error.body)
+    except ValueError:
+        parsed = None
+    detail = parsed.get("error") if isinstance(parsed, dict) else None
+    if isinstance(detail, dict) and isinstance(detail.get("message"), str):
+        return f"{error.status} {detail['message']}"
+    if not error.body:
+        return f"{error.status} status code (no body)"
+    return f"{error.status} {error.body}"
+
+
+def _redirect_text(response: httpx.Response, secrets: Sequence[str]) -> str:
+    location = response.headers.get("location", "")
+    target = redact_url(str(response.request.url.join(location)), *secrets) if location else "?"
+    return (
+        f"{response.status_code} redirect to {target} not followed: provider requests "
+        "never follow redirects, so credentials stay with the model's base_url "
+        "(set base_url to the final address)"
+    )
+
+
+async def send_with_retries(
+    client: httpx.AsyncClient,
+    request: httpx.Request,
+    *,
+    options: StreamOptions,
+    model: Model,
+    format_http_error: Callable[[HttpError, Model], str],
+    format_retry_error: Callable[[HttpError, Model], str] | None = None,
+    secrets: Sequence[str] = (),
+) -> httpx.Response:
+    """Send ``request`` for streaming and return the open response (status < 300).
+
+    Retries only this request phase, ``options.max_retries`` times (default 0): retryable
+    are connection errors and statuses 408, 409, 429 and >= 500, unless the response
+    says ``x-should-retry``. Sleeps on Trio's clock. The caller closes the response.
+    Redirects are never followed, whatever the client's setting: a ``3xx`` fails, so no
+    credential header reaches another origin. Error bodies are redacted (``secrets``)
+    before the formatters see them, so a cut can never leave part of a key.
+
+    Raises:
+        ProviderStreamError: with the final error message (HTTP error wording from
+            ``format_http_error``, ``Connection error.: <cause>``, the redirect message,
+            or ``Server requested <n>s retry delay (max: <m>s). <error>`` when a
+            server-requested delay exceeds ``options.max_retry_delay_ms``, where
+            ``<error>`` comes from ``format_retry_error`` if given).
+    """
+    max_retries = max(0, options.max_retries or 0)
+    cap_ms = options.max_retry_delay_ms
+    if cap_ms is None:
+        cap_ms = DEFAULT_MAX_RETRY_DELAY_MS
+    attempt = 0
+    while True:
+        status: int | None = None
+        headers: Mapping[str, str] = {}
+        error: HttpError | None = None
+        logger.debug(
+            "%s request for %s/%s: attempt %d of %d",
+            model.api,
+            model.provider,
+            model.id,
+            attempt + 1,
+            max_retries + 1,
+        )
+        try:
+            response = await client.send(request, stream=True, follow_redirects=False)
+        except httpx.TransportError as exc:
+            message = connection_error_message(exc)
+        else:
+            if response.status_code < 300:
+                return response
+            status = response.status_code
+            headers = response.headers
+            if status < 400:
+                await response.aclose()
+                message = _redirect_text(response, secrets)
+                raise ProviderStreamError(message)
+            try:
+                body = (await response.aread()).decode("utf-8", errors="replace")
+            except httpx.TransportError:
+                body = ""
+            finally:
+                await response.aclose()
+            error = HttpError(status=status, headers=headers, body=redact(body, *secrets))
+            message = format_http_error(error, model)
+        if attempt >= max_retries or not _is_retryable(status, headers):
+            raise ProviderStreamError(message)
+        delay, requested = retry_delay(attempt, headers)
+        if requested and cap_ms > 0 and delay * 1000 > cap_ms:
+            if error is not None and format_retry_error is not None:
+                message = format_retry_error(error, model)
+            message = (
+                f"Server requested {math.ceil(delay)}s retry delay "
+                f"(max: {math.ceil(cap_ms / 1000)}s). {message}"
+            )
+            raise ProviderStreamError(message)
+        logger.warning(
+            "%s request for %s/%s: retrying in %.3f s (attempt %d of %d): %s",
+            model.api,
+            model.provider,
+            model.id,
+            delay,
+            attempt + 2,
+            max_retries + 1,
+            redact(message, *secrets),
+        )
+        await trio.sleep(delay)
+        attempt += 1
