@@ -45,7 +45,6 @@ from ._http import (
     compat_value,
     parse_sse_json,
     stream_http,
-    truncate_body,
 )
 from ._transform import sanitize_surrogates, transform_messages
 
@@ -636,9 +635,37 @@ def build_responses_request(
     )
 
 
+_ERROR_JSON_LIMIT = 4000
+
+
 def format_responses_http_error(error: HttpError, model: Model) -> str:
-    """``<Provider> API error (<status>): <body>`` (``OpenAI`` for provider ``openai``)."""
-    return f"{_provider_label(model)} API error ({error.status}): {truncate_body(error.body)}"
+    """``<Provider> API error (<status>): <detail>`` (``OpenAI`` for provider ``openai``).
+
+    The detail follows the OpenAI SDK as upstream uses it: a JSON body's ``error`` field
+    (else the whole value) as compact JSON when it is a non-empty object, cut at 4000
+    characters with ``... [truncated N chars]``; otherwise ``<status> <compact JSON>``,
+    ``<status> <body as received>`` for a body that is not JSON, or
+    ``<status> status code (no body)``. JSON is re-encoded, so an escaped secret (``\\/``,
+    ``\\uXXXX``) comes out in the plain form that redaction recognizes.
+    """
+    prefix = f"{_provider_label(model)} API error ({error.status}): "
+    body = error.body
+    if not body:
+        return f"{prefix}{error.status} status code (no body)"
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        return f"{prefix}{error.status} {body}"
+    detail = parsed
+    if isinstance(parsed, dict) and parsed.get("error") is not None:
+        detail = parsed["error"]
+    text = compact_json(detail)
+    if isinstance(detail, dict) and detail:
+        if len(text) > _ERROR_JSON_LIMIT:
+            cut = len(text) - _ERROR_JSON_LIMIT
+            text = f"{text[:_ERROR_JSON_LIMIT]}... [truncated {cut} chars]"
+        return prefix + text
+    return f"{prefix}{error.status} {text}"
 
 
 OPENAI_RESPONSES = HttpApi(
