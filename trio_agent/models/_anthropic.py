@@ -8,7 +8,6 @@ knows the Anthropic wire shapes.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 import sys
@@ -37,6 +36,8 @@ from ._cost import (
     calculate_cost,
     clamp_max_tokens_to_context,
     clamp_thinking_level,
+    provider_billed_total,
+    with_billed_total,
 )
 from ._http import (
     CacheRetention,
@@ -49,9 +50,7 @@ from ._http import (
     cache_retention,
     compact_json,
     compat_value,
-    parse_sse_json,
     stream_http,
-    truncate_body,
 )
 from ._transform import sanitize_surrogates, transform_messages
 
@@ -432,6 +431,9 @@ class AnthropicEventMapper:
         self._stop_error: str | None = None
         self._tokens = {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0}
         self._reasoning: int | None = None
+        self._cache_write_1h = 0
+        self._billed: float | None = None
+        self._started = False
 
     def parse(self, sse: SseEvent) -> Any:
         """The event's JSON (with its ``type``); an ``error`` event keeps its raw data.
@@ -447,7 +449,17 @@ class AnthropicEventMapper:
             except ValueError:
                 return {"type": "error", "data": sse.data}
         if sse.event == "message" or sse.event in _HANDLED_EVENTS:
-            payload = parse_sse_json(sse.data)
+            try:
+                payload = json.loads(sse.data)
+            except ValueError as exc:
+                raw = "\\n".join(
+                    ([] if sse.event == "message" else [f"event: {sse.event}"])
+                    + [f"data: {line}" for line in sse.data.split("\n")]
+                )
+                raise ProviderStreamError(
+                    f"Could not parse Anthropic SSE event {sse.event}: {exc}; "
+                    f"data={sse.data}; raw={raw}"
+                ) from exc
         else:
             # ping and future event kinds reach on_provider_stream_event but are not mapped;
             # data that is not JSON there is no reason to fail the stream.
@@ -484,6 +496,8 @@ class AnthropicEventMapper:
                 reason, or the stop reason is an error (refusal, unknown reason, ...).
         """
         if not self.finished:
+            if not self._started:
+                raise ProviderStreamError("Anthropic stream ended without a stop reason")
             raise ProviderStreamError("Anthropic stream ended before message_stop")
         if self._stop_error is not None:
             raise ProviderStreamError(self._stop_error)
@@ -494,6 +508,7 @@ class AnthropicEventMapper:
     # -- handlers ---------------------------------------------------------------------
 
     def _on_message_start(self, payload: dict[str, Any]) -> list[AssistantMessageEvent]:
+        self._started = True
         message = payload.get("message") or {}
         builder = self._builder
         if message.get("id"):
@@ -536,6 +551,12 @@ class AnthropicEventMapper:
             index, event = builder.start_thinking(
                 REDACTED_THINKING_TEXT, signature=block.get("data") or "", redacted=True
             )
+        elif kind == "fallback":
+            if builder.content:
+                raise ProviderStreamError(
+                    "Anthropic performed an unsupported mid-output model fallback"
+                )
+            return []
         elif kind == "tool_use":
             arguments = block.get("input")
             index, event = builder.start_tool_call(
@@ -590,10 +611,20 @@ class AnthropicEventMapper:
         if isinstance(details, dict) and details.get("thinking_tokens") is not None:
             self._reasoning = int(details["thinking_tokens"])
             changed = True
+        creation = usage.get("cache_creation")
+        if isinstance(creation, dict):
+            long_writes = creation.get("ephemeral_1h_input_tokens")
+            if isinstance(long_writes, int | float) and not isinstance(long_writes, bool):
+                self._cache_write_1h = int(long_writes)
+                changed = True
+        billed = provider_billed_total(self._model, usage)
+        if billed is not None:
+            self._billed = billed
+            changed = True
         if changed:
             tokens = self._tokens
             total = sum(tokens.values())
-            self._builder.usage = calculate_cost(
+            usage_now = calculate_cost(
                 self._model,
                 Usage(
                     input=tokens["input"],
@@ -603,7 +634,9 @@ class AnthropicEventMapper:
                     total_tokens=total,
                     reasoning=self._reasoning,
                 ),
+                cache_write_1h=self._cache_write_1h,
             )
+            self._builder.usage = with_billed_total(usage_now, self._billed)
 
 
 # ---------------------------------------------------------------------------------------
@@ -643,13 +676,22 @@ def build_anthropic_request(
 
 
 def format_anthropic_http_error(error: HttpError, model: Model) -> str:
-    """``<status> <body>`` as Anthropic's SDK words it (a JSON body re-encoded compactly)."""
-    body = error.body.strip()
+    """``<status> <detail>`` as Anthropic's SDK words it.
+
+    The detail is a JSON body's top-level string ``message``, else the whole body as
+    compact JSON (never cut), else the body as received; ``status code (no body)`` for
+    an empty body.
+    """
+    body = error.body
     if not body:
         return f"{error.status} status code (no body)"
-    with contextlib.suppress(ValueError):  # a non-JSON body is quoted as it is
-        body = compact_json(json.loads(body))
-    return f"{error.status} {truncate_body(body)}"
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        return f"{error.status} {body}"
+    if isinstance(parsed, dict) and isinstance(parsed.get("message"), str):
+        return f"{error.status} {parsed['message']}"
+    return f"{error.status} {compact_json(parsed)}"
 
 
 ANTHROPIC_MESSAGES = HttpApi(

@@ -35,6 +35,9 @@ __all__ = [
     "clamp_thinking_level",
     "estimate_context_tokens",
     "get_supported_thinking_levels",
+    "is_openrouter",
+    "provider_billed_total",
+    "with_billed_total",
 ]
 
 THINKING_LEVELS: Final[tuple[ThinkingLevel, ...]] = (
@@ -57,21 +60,76 @@ DEFAULT_THINKING_BUDGETS: Final[Mapping[str, int]] = {
 """Thinking-token budgets per level for budget-based APIs (``xhigh``/``max`` use ``high``)."""
 
 
-def calculate_cost(model: Model, usage: Usage) -> Usage:
+def calculate_cost(model: Model, usage: Usage, *, cache_write_1h: int = 0) -> Usage:
     """Return ``usage`` with its cost computed from ``model.cost`` (USD per million tokens).
 
     Each of ``input``, ``output``, ``cache_read`` and ``cache_write`` is priced at its
-    rate; ``total`` is their sum.
+    rate; ``total`` is their sum. ``cache_write_1h`` of the cache-write tokens were written
+    with the one-hour retention: they cost twice the input rate instead.
     """
     rates = model.cost
+    long_writes = min(max(cache_write_1h, 0), usage.cache_write)
     cost = Cost(
         input=rates.input / 1e6 * usage.input,
         output=rates.output / 1e6 * usage.output,
         cache_read=rates.cache_read / 1e6 * usage.cache_read,
-        cache_write=rates.cache_write / 1e6 * usage.cache_write,
+        cache_write=(
+            rates.cache_write / 1e6 * (usage.cache_write - long_writes)
+            + rates.input * 2 / 1e6 * long_writes
+        ),
     )
     total = cost.input + cost.output + cost.cache_read + cost.cache_write
     return attrs.evolve(usage, cost=attrs.evolve(cost, total=total))
+
+
+def is_openrouter(model: Model) -> bool:
+    """Whether ``model`` is served by OpenRouter (its provider, or an ``openrouter.ai`` URL)."""
+    return model.provider == "openrouter" or "openrouter.ai" in model.base_url
+
+
+def _finite_cost(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if not math.isfinite(value) or value < 0:
+        return None
+    return float(value)
+
+
+def provider_billed_total(model: Model, usage: Mapping[str, object]) -> float | None:
+    """The total an OpenRouter usage object reports as billed, else ``None``.
+
+    Only for an OpenRouter model (see :func:`is_openrouter`) whose usage has a finite
+    ``cost`` of at least 0 and a boolean ``is_byok``: without BYOK the total is ``cost``;
+    with it, ``cost`` plus ``cost_details.upstream_inference_cost`` (else plus the
+    prompt and completion upstream costs, when both are valid).
+    """
+    if not is_openrouter(model):
+        return None
+    cost = _finite_cost(usage.get("cost"))
+    byok = usage.get("is_byok")
+    if cost is None or not isinstance(byok, bool):
+        return None
+    if not byok:
+        return cost
+    details = usage.get("cost_details")
+    if not isinstance(details, Mapping):
+        return None
+    upstream = details.get("upstream_inference_cost")
+    if upstream is not None:
+        value = _finite_cost(upstream)
+        return None if value is None else cost + value
+    prompt = _finite_cost(details.get("upstream_inference_prompt_cost"))
+    completion = _finite_cost(details.get("upstream_inference_completions_cost"))
+    if prompt is None or completion is None:
+        return None
+    return cost + prompt + completion
+
+
+def with_billed_total(usage: Usage, total: float | None) -> Usage:
+    """``usage`` with ``cost.total`` replaced by ``total`` (unchanged for ``None``)."""
+    if total is None:
+        return usage
+    return attrs.evolve(usage, cost=attrs.evolve(usage.cost, total=total))
 
 
 def get_supported_thinking_levels(model: Model) -> list[ThinkingLevel]:
