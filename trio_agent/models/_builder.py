@@ -49,9 +49,17 @@ from .._messages import (
     now_ms,
 )
 
-__all__ = ["EXACT_SNAPSHOT_CHARS", "SNAPSHOT_LAG_DIVISOR", "AssistantMessageBuilder"]
+__all__ = [
+    "EXACT_SNAPSHOT_CHARS",
+    "MALFORMED_EVENT_JSON",
+    "SNAPSHOT_LAG_DIVISOR",
+    "AssistantMessageBuilder",
+]
 
 ABORTED_MESSAGE = "Request was aborted"
+
+MALFORMED_EVENT_JSON = "Error reading response: malformed server-sent event JSON."
+"""The error text for stream event data that is not JSON (the OpenAI APIs)."""
 
 EXACT_SNAPSHOT_CHARS = 65536
 """Blocks up to this many characters show every delta in their snapshots."""

@@ -43,8 +43,14 @@ from .._transcript import (
     get_system_message_text,
     render_system_message_update,
 )
-from ._builder import AssistantMessageBuilder
-from ._cost import calculate_cost, clamp_max_tokens_to_context, clamp_thinking_level
+from ._builder import MALFORMED_EVENT_JSON, AssistantMessageBuilder
+from ._cost import (
+    calculate_cost,
+    clamp_max_tokens_to_context,
+    clamp_thinking_level,
+    provider_billed_total,
+    with_billed_total,
+)
 from ._http import (
     HttpApi,
     HttpEnv,
@@ -456,6 +462,60 @@ def format_openai_completions_error(error: HttpError, model: Model) -> str:
 # SSE mapping
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def is_valid_reasoning_detail(entry: Any) -> bool:
+    """Whether ``entry`` is a ``reasoning_details`` entry upstream accepts.
+
+    An object whose ``id`` is absent, null or a string, ``format`` absent or a string,
+    ``index`` absent or a number, and which is ``reasoning.summary`` with a string
+    ``summary``, ``reasoning.encrypted`` with a string ``data``, or ``reasoning.text``
+    with a string ``text`` and a ``signature`` that is absent, null or a string.
+    """
+    if not isinstance(entry, dict):
+        return False
+    if entry.get("id") is not None and not isinstance(entry["id"], str):
+        return False
+    if "format" in entry and not isinstance(entry["format"], str):
+        return False
+    if "index" in entry and not _is_number(entry["index"]):
+        return False
+    kind = entry.get("type")
+    if kind == "reasoning.summary":
+        return isinstance(entry.get("summary"), str)
+    if kind == "reasoning.encrypted":
+        return isinstance(entry.get("data"), str)
+    if kind == "reasoning.text":
+        signature = entry.get("signature")
+        return isinstance(entry.get("text"), str) and (
+            signature is None or isinstance(signature, str)
+        )
+    return False
+
+
+_MERGED_FIELD = {"reasoning.text": "text", "reasoning.summary": "summary"}
+
+
+def _merge_reasoning_detail(entries: list[dict[str, Any]], entry: dict[str, Any]) -> None:
+    # Streamed text and summary entries arrive in pieces: a piece of the same kind as the
+    # previous entry extends it (first non-empty signature kept, missing fields filled).
+    field = _MERGED_FIELD.get(entry["type"])
+    last = entries[-1] if entries else None
+    if field is None or last is None or last.get("type") != entry["type"]:
+        entries.append(dict(entry))
+        return
+    for key, value in entry.items():
+        if key == field:
+            last[field] = last[field] + value
+        elif key == "signature":
+            if (not last.get("signature") and value) or "signature" not in last:
+                last["signature"] = value
+        elif last.get(key) is None:
+            last[key] = value
+
+
 def _map_usage(model: Model, raw: dict[str, Any]) -> Usage:
     def number(value: Any) -> int:
         return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
@@ -485,11 +545,8 @@ def _map_usage(model: Model, raw: dict[str, Any]) -> Usage:
             reasoning=reasoning,
         ),
     )
-    reported = raw.get("cost")
-    if isinstance(reported, int | float) and not isinstance(reported, bool):
-        # OpenRouter reports what it billed; that beats our price table.
-        usage = attrs.evolve(usage, cost=attrs.evolve(usage.cost, total=float(reported)))
-    return usage
+    # OpenRouter reports what it billed; that beats our price table.
+    return with_billed_total(usage, provider_billed_total(model, raw))
 
 
 def _finish_outcome(reason: str) -> tuple[Literal["stop", "length", "toolUse"] | None, str]:
@@ -513,7 +570,7 @@ class _CompletionsMapper:
         self._text: int | None = None
         self._thinking: int | None = None
         self._tools: dict[Any, int] = {}
-        self._reasoning_details: list[Any] = []
+        self._reasoning_details: list[dict[str, Any]] = []
         self._finish_reason: str | None = None
 
     def parse(self, sse: SseEvent) -> Any:
@@ -522,20 +579,33 @@ class _CompletionsMapper:
             return None
         if not sse.data.strip():
             return None
-        return parse_sse_json(sse.data)
+        try:
+            return parse_sse_json(sse.data)
+        except ProviderStreamError:
+            raise ProviderStreamError(MALFORMED_EVENT_JSON) from None
 
     def map(self, chunk: Any) -> Iterator[AssistantMessageEvent]:
         builder = self._builder
         if not isinstance(chunk, dict):
-            raise ProviderStreamError(f"Unexpected stream chunk: {compact_json(chunk)}")
+            return  # upstream skips chunks that are not objects
         error = chunk.get("error")
         if error:
             message = error.get("message") if isinstance(error, dict) else None
-            raise ProviderStreamError(message if isinstance(message, str) else compact_json(error))
+            text = message if isinstance(message, str) else compact_json(error)
+            metadata = error.get("metadata") if isinstance(error, dict) else None
+            raw = metadata.get("raw") if isinstance(metadata, dict) else None
+            if isinstance(raw, str) and raw and raw not in text:
+                text = f"{text}\n{raw}"
+            raise ProviderStreamError(text)
         if builder.response_id is None and isinstance(chunk.get("id"), str) and chunk["id"]:
             builder.response_id = chunk["id"]
         reported_model = chunk.get("model")
-        if isinstance(reported_model, str) and reported_model and reported_model != self._model.id:
+        if (
+            builder.response_model is None
+            and isinstance(reported_model, str)
+            and reported_model
+            and reported_model != self._model.id
+        ):
             builder.response_model = reported_model
         choices = chunk.get("choices") or []
         choice = choices[0] if choices and isinstance(choices[0], dict) else {}
@@ -553,7 +623,13 @@ class _CompletionsMapper:
                 break
         details = delta.get("reasoning_details")
         if isinstance(details, list):
-            self._reasoning_details.extend(details)
+            for entry in details:
+                if not is_valid_reasoning_detail(entry):
+                    continue
+                if self._thinking is None:
+                    self._thinking, start = builder.start_thinking(signature="reasoning_details")
+                    yield start
+                _merge_reasoning_detail(self._reasoning_details, entry)
         content = delta.get("content")
         if isinstance(content, str) and content:
             if self._text is None:

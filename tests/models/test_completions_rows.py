@@ -1,0 +1,328 @@
+"""openai-completions: the parity rows (stream mapping, usage and cost, request details)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+from sse_server import SseServer, sse_response
+from test_openai_completions import chunk, collect, final, make_model, types
+
+from trio_agent import DoneEvent, ModelCost, TextContent, ThinkingContent
+
+PRICES = ModelCost(input=3, output=15, cache_read=0.3, cache_write=3.75)
+
+
+def stop_frames(*, usage: dict[str, Any] | None = None) -> list[Any]:
+    frames: list[Any] = [chunk({}, "stop")]
+    if usage is not None:
+        frames.append({"choices": [], "usage": usage})
+    frames.append("[DONE]")
+    return frames
+
+
+# ---------------------------------------------------------------------------------------
+# U13 · streamed reasoning_details
+
+
+DETAIL_1 = {
+    "type": "reasoning.text",
+    "text": "Step ",
+    "id": "rd1",
+    "format": "anthropic-claude-v1",
+    "index": 0,
+}
+DETAIL_2 = {
+    "type": "reasoning.text",
+    "text": "two.",
+    "signature": "sig",
+    "format": "anthropic-claude-v1",
+    "index": 0,
+}
+ENCRYPTED = {
+    "type": "reasoning.encrypted",
+    "data": "ENCDATA",
+    "id": "rd2",
+    "format": "anthropic-claude-v1",
+    "index": 1,
+}
+
+
+async def test_reasoning_details_are_validated_and_merged(
+    sse_server: SseServer, http_client: httpx.AsyncClient
+) -> None:
+    sse_server.enqueue(
+        sse_response(
+            [
+                chunk({"reasoning": "Step ", "reasoning_details": [DETAIL_1]}),
+                chunk({"reasoning": "two.", "reasoning_details": [DETAIL_2]}),
+                chunk({"reasoning_details": [ENCRYPTED, {"type": "bogus", "x": 1}]}),
+                chunk({"content": "ok"}),
+                *stop_frames(),
+            ]
+        )
+    )
+    message = final(await collect(http_client, make_model(sse_server.base_url)))
+    assert message.content == [
+        ThinkingContent(
+            thinking="Step two.",
+            thinking_signature=(
+                '[{"type":"reasoning.text","text":"Step two.","id":"rd1",'
+                '"format":"anthropic-claude-v1","index":0,"signature":"sig"},'
+                '{"type":"reasoning.encrypted","data":"ENCDATA","id":"rd2",'
+                '"format":"anthropic-claude-v1","index":1}]'
+            ),
+        ),
+        TextContent(text="ok"),
+    ]
+
+
+async def test_encrypted_reasoning_alone_opens_a_thinking_block(
+    sse_server: SseServer, http_client: httpx.AsyncClient
+) -> None:
+    sse_server.enqueue(
+        sse_response(
+            [
+                chunk({"reasoning_details": [ENCRYPTED, {"type": "bogus", "x": 1}]}),
+                chunk({"content": "ok"}),
+                *stop_frames(),
+            ]
+        )
+    )
+    events = await collect(http_client, make_model(sse_server.base_url))
+    assert types(events) == [
+        "start",
+        "thinking_start",
+        "text_start",
+        "text_delta",
+        "thinking_end",
+        "text_end",
+        "done",
+    ]
+    assert final(events).content == [
+        ThinkingContent(
+            thinking="",
+            thinking_signature=(
+                '[{"type":"reasoning.encrypted","data":"ENCDATA","id":"rd2",'
+                '"format":"anthropic-claude-v1","index":1}]'
+            ),
+        ),
+        TextContent(text="ok"),
+    ]
+
+
+async def test_invalid_reasoning_details_open_nothing(
+    sse_server: SseServer, http_client: httpx.AsyncClient
+) -> None:
+    invalid = [
+        {"type": "reasoning.text", "text": 5},
+        {"type": "reasoning.text", "text": "t", "signature": 5},
+        {"type": "reasoning.summary"},
+        {"type": "reasoning.encrypted", "data": "x", "id": 5},
+        {"type": "reasoning.encrypted", "data": "x", "format": None},
+        {"type": "reasoning.encrypted", "data": "x", "index": "0"},
+        "reasoning.text",
+    ]
+    sse_server.enqueue(
+        sse_response(
+            [chunk({"reasoning_details": invalid}), chunk({"content": "ok"}), *stop_frames()]
+        )
+    )
+    events = await collect(http_client, make_model(sse_server.base_url))
+    assert types(events) == ["start", "text_start", "text_delta", "text_end", "done"]
+
+
+# ---------------------------------------------------------------------------------------
+# U14 · the provider's billed cost, only from OpenRouter with valid BYOK accounting
+
+
+OPENROUTER = "https://openrouter.ai/api"
+
+
+@pytest.mark.parametrize(
+    ("openrouter", "extra", "total"),
+    [
+        (False, {"cost": 0.00123}, 0.0006),
+        (True, {"cost": 0.00123}, 0.0006),
+        (False, {"cost": 0.00123, "is_byok": False}, 0.0006),
+        (True, {"cost": 0.00123, "is_byok": False}, 0.00123),
+        (
+            False,
+            {"cost": 0.0001, "is_byok": True, "cost_details": {"upstream_inference_cost": 0.002}},
+            0.0006,
+        ),
+        (
+            True,
+            {"cost": 0.0001, "is_byok": True, "cost_details": {"upstream_inference_cost": 0.002}},
+            0.0021,
+        ),
+        (
+            True,
+            {
+                "cost": 0.0001,
+                "is_byok": True,
+                "cost_details": {
+                    "upstream_inference_cost": None,
+                    "upstream_inference_prompt_cost": 0.001,
+                    "upstream_inference_completions_cost": 0.002,
+                },
+            },
+            0.0031,
+        ),
+        (
+            True,
+            {
+                "cost": 0.0001,
+                "is_byok": True,
+                "cost_details": {
+                    "upstream_inference_prompt_cost": 0.001,
+                    "upstream_inference_completions_cost": "x",
+                },
+            },
+            0.0006,
+        ),
+        (True, {"cost": -1, "is_byok": False}, 0.0006),
+    ],
+)
+async def test_provider_reported_cost(
+    sse_server: SseServer,
+    http_client: httpx.AsyncClient,
+    openrouter: bool,
+    extra: dict[str, Any],
+    total: float,
+) -> None:
+    sse_server.enqueue(
+        sse_response(
+            [
+                chunk({"content": "ok"}),
+                *stop_frames(usage={"prompt_tokens": 100, "completion_tokens": 20, **extra}),
+            ]
+        )
+    )
+    model = make_model(sse_server.base_url, cost=PRICES)
+    if openrouter:
+        model = make_model(sse_server.base_url, cost=PRICES, provider="openrouter")
+    message = final(await collect(http_client, model))
+    assert message.usage.cost.input == pytest.approx(0.0003)
+    assert message.usage.cost.output == pytest.approx(0.0003)
+    assert message.usage.cost.total == pytest.approx(total)
+
+
+# ---------------------------------------------------------------------------------------
+# U15 · an error chunk carries OpenRouter's raw upstream text
+
+
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [
+        (
+            {
+                "message": "Upstream provider error",
+                "code": 502,
+                "metadata": {"raw": "raw upstream text"},
+            },
+            "Upstream provider error\nraw upstream text",
+        ),
+        (
+            {"message": "Upstream: raw upstream text", "metadata": {"raw": "raw upstream text"}},
+            "Upstream: raw upstream text",
+        ),
+    ],
+)
+async def test_error_chunk_appends_metadata_raw(
+    sse_server: SseServer, http_client: httpx.AsyncClient, error: dict[str, Any], expected: str
+) -> None:
+    sse_server.enqueue(sse_response([chunk({"content": "a"}), {"error": error}]))
+    events = await collect(http_client, make_model(sse_server.base_url))
+    assert types(events) == ["start", "text_start", "text_delta", "error"]
+    assert final(events).error_message == expected
+    assert final(events).content == [TextContent(text="a")]
+
+
+# ---------------------------------------------------------------------------------------
+# U16 · chunks that are not objects are skipped
+
+
+async def test_chunks_that_are_not_objects_are_skipped(
+    sse_server: SseServer, http_client: httpx.AsyncClient
+) -> None:
+    sse_server.enqueue(sse_response([chunk({"content": "a"}), "[1,2,3]", '"str"', *stop_frames()]))
+    events = await collect(http_client, make_model(sse_server.base_url))
+    assert types(events) == ["start", "text_start", "text_delta", "text_end", "done"]
+    message = final(events)
+    assert message.stop_reason == "stop"
+    assert message.content == [TextContent(text="a")]
+
+
+# ---------------------------------------------------------------------------------------
+# U17 · repairable chunk JSON is accepted (documented)
+
+
+async def test_a_chunk_with_a_raw_tab_or_a_bad_escape_is_repaired(
+    sse_server: SseServer, http_client: httpx.AsyncClient
+) -> None:
+    bad = '{"id":"x","choices":[{"index":0,"delta":{"content":"tab\there \\H"}}]}'
+    sse_server.enqueue(sse_response([bad, *stop_frames()]))
+    message = final(await collect(http_client, make_model(sse_server.base_url)))
+    assert message.content == [TextContent(text="tab\there \\H")]
+    assert message.stop_reason == "stop"
+    assert message.response_id == "x"
+
+
+# ---------------------------------------------------------------------------------------
+# U18 · malformed event JSON
+
+
+async def test_malformed_event_json(sse_server: SseServer, http_client: httpx.AsyncClient) -> None:
+    sse_server.enqueue(sse_response([chunk({"content": "a"}), "{this is not json}"]))
+    events = await collect(http_client, make_model(sse_server.base_url))
+    assert types(events) == ["start", "text_start", "text_delta", "error"]
+    assert final(events).error_message == (
+        "Error reading response: malformed server-sent event JSON."
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# U19 · responseModel is the first model that differs
+
+
+async def test_response_model_is_the_first_differing_model(
+    sse_server: SseServer, http_client: httpx.AsyncClient
+) -> None:
+    sse_server.enqueue(
+        sse_response(
+            [
+                chunk({"content": "a"}, model="gpt-test"),
+                chunk({"content": "b"}, model="routed-1"),
+                chunk({"content": "c"}, model="routed-2"),
+                *stop_frames(),
+            ]
+        )
+    )
+    message = final(await collect(http_client, make_model(sse_server.base_url)))
+    assert message.response_model == "routed-1"
+
+
+# ---------------------------------------------------------------------------------------
+# U20 · token counts are integers (documented)
+
+
+async def test_fractional_token_counts_are_truncated(
+    sse_server: SseServer, http_client: httpx.AsyncClient
+) -> None:
+    sse_server.enqueue(
+        sse_response(
+            [
+                chunk({"content": "a"}),
+                *stop_frames(usage={"prompt_tokens": 10.0, "completion_tokens": 2.5}),
+            ]
+        )
+    )
+    events = await collect(http_client, make_model(sse_server.base_url, cost=PRICES))
+    done = events[-1]
+    assert isinstance(done, DoneEvent)
+    usage = done.message.usage
+    assert (usage.input, usage.output, usage.total_tokens) == (10, 2, 12)
+    assert isinstance(usage.output, int)
+    assert usage.cost.total == pytest.approx(0.00006)
