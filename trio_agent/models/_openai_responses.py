@@ -31,7 +31,7 @@ from .._messages import (
 )
 from .._streaming import LlmContext, StreamOptions
 from .._transcript import collapse_system_messages, get_system_message_text
-from ._builder import AssistantMessageBuilder
+from ._builder import MALFORMED_EVENT_JSON, AssistantMessageBuilder
 from ._cost import calculate_cost, clamp_max_tokens_to_context, clamp_thinking_level
 from ._http import (
     HttpApi,
@@ -351,6 +351,8 @@ class ResponsesEventMapper:
         self._reasoning_blocks: dict[str, int] = {}
         """Reasoning item id -> content index, to back-fill encrypted content."""
         self._stop_reason: Literal["stop", "length", "toolUse"] | None = None
+        self._named_error = False
+        """The last parsed event came with an ``event: error`` line."""
 
     def parse(self, sse: SseEvent) -> Any:
         """The event's JSON (every Responses event carries its ``type``).
@@ -358,7 +360,11 @@ class ResponsesEventMapper:
         Raises:
             ProviderStreamError: the data is not JSON.
         """
-        payload = parse_sse_json(sse.data)
+        try:
+            payload = parse_sse_json(sse.data)
+        except ProviderStreamError:
+            raise ProviderStreamError(MALFORMED_EVENT_JSON) from None
+        self._named_error = sse.event == "error"
         if not isinstance(payload, dict):
             return None
         if "type" not in payload and sse.event != "message":
@@ -375,7 +381,7 @@ class ResponsesEventMapper:
         kind = event.get("type")
         builder = self._builder
         if kind == "error":
-            raise ProviderStreamError(f"Error Code {event.get('code')}: {event.get('message')}")
+            raise ProviderStreamError(self._error_event_text(event))
         if kind == "response.created":
             self._on_response(event.get("response") or {})
             return []
@@ -465,11 +471,29 @@ class ResponsesEventMapper:
         self._items[payload.get("output_index", -1)] = _Item(kind, index, item.get("id"))
         return [event]
 
+    def _error_event_text(self, event: dict[str, Any]) -> str:
+        if self._named_error:
+            # With an ``event: error`` line upstream reads the nested error's message,
+            # else the event's own message.
+            nested = event.get("error")
+            if isinstance(nested, dict) and isinstance(nested.get("message"), str):
+                return str(nested["message"])
+            if isinstance(event.get("message"), str):
+                return str(event["message"])
+        return f"Error Code {event.get('code')}: {event.get('message')}"
+
     def _on_item_done(self, payload: dict[str, Any]) -> list[AssistantMessageEvent]:
         item = payload.get("item") or {}
+        opened: list[AssistantMessageEvent] = []
+        if payload.get("output_index", -1) not in self._items:
+            # An item seen only when done: open its block from the done item.
+            opened = self._on_item_added(payload)
         tracked = self._items.pop(payload.get("output_index", -1), None)
         if tracked is None:
             return []
+        return opened + self._close_item(tracked, item)
+
+    def _close_item(self, tracked: _Item, item: dict[str, Any]) -> list[AssistantMessageEvent]:
         builder = self._builder
         index = tracked.content_index
         if tracked.kind == "reasoning":
@@ -518,6 +542,8 @@ class ResponsesEventMapper:
         status = response.get("status")
         details = response.get("incomplete_details") or {}
         reason = details.get("reason") if isinstance(details, dict) else None
+        if kind == "response.completed" and status in ("failed", "cancelled"):
+            raise ProviderStreamError("An unknown error occurred")
         if kind == "response.failed" or status == "failed":
             error = response.get("error")
             if isinstance(error, dict) and error:
@@ -533,13 +559,16 @@ class ResponsesEventMapper:
             if reason == "max_output_tokens":
                 self._stop_reason = "length"
                 return
+            if not reason:
+                raise ProviderStreamError("Response incomplete without a provider reason")
             raise ProviderStreamError(f"Response incomplete: {reason}")
         if status == "cancelled":
             raise ProviderStreamError("Response cancelled")
-        if status == "completed":
-            has_tool_call = any(isinstance(block, ToolCall) for block in self._builder.content)
-            self._stop_reason = "toolUse" if has_tool_call else "stop"
-        self._builder.stop_reason = self._stop_reason or "pending"
+        if status not in (None, "completed", "in_progress", "queued"):
+            raise ProviderStreamError(f"Unhandled stop reason: {status}")
+        has_tool_call = any(isinstance(block, ToolCall) for block in self._builder.content)
+        self._stop_reason = "toolUse" if has_tool_call else "stop"
+        self._builder.stop_reason = self._stop_reason
 
     def _backfill_reasoning(self, output: Any) -> None:
         # Some servers only put the encrypted reasoning into the final response object.
