@@ -202,6 +202,7 @@ def test_body_shape_with_replay() -> None:
                 "name": "get_weather",
                 "description": "Weather for a city",
                 "parameters": WEATHER.parameters,
+                "strict": False,
             }
         ],
         "reasoning": {"effort": "high", "summary": "auto"},

@@ -52,6 +52,7 @@ from ._http import (
     compat_value,
     stream_http,
 )
+from ._strict_tools import strict_schema_for
 from ._transform import sanitize_surrogates, transform_messages
 
 __all__ = [
@@ -252,9 +253,13 @@ def _eager_input_streaming(model: Model) -> bool:
 
 
 def convert_anthropic_tools(tools: Sequence[ToolDeclaration], model: Model) -> list[dict[str, Any]]:
-    """Convert tool declarations to Anthropic ``tools`` entries."""
+    """Convert tool declarations to Anthropic ``tools`` entries.
+
+    With ``compat.supportsStrictTools`` a tool asking for JSON-schema constrained sampling
+    gets ``strict: true`` and its schema in strict form (see :mod:`._strict_tools`).
+    """
     eager = _eager_input_streaming(model)
-    strict = bool(compat_value(model, "supportsStrictTools", False))
+    supported = compat_value(model, "supportsStrictTools", False) is True
     converted: list[dict[str, Any]] = []
     for tool in tools:
         entry: dict[str, Any] = {
@@ -263,8 +268,9 @@ def convert_anthropic_tools(tools: Sequence[ToolDeclaration], model: Model) -> l
         }
         if eager:
             entry["eager_input_streaming"] = True
-        entry["input_schema"] = _input_schema(tool.parameters)
-        if strict:
+        strict_schema = strict_schema_for(tool, supported=supported, provider=model.provider)
+        entry["input_schema"] = _input_schema(strict_schema or tool.parameters)
+        if strict_schema is not None:
             entry["strict"] = True
         converted.append(entry)
     return converted

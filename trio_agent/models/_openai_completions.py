@@ -65,6 +65,7 @@ from ._http import (
     stream_http,
     truncate_body,
 )
+from ._strict_tools import strict_schema_for
 from ._transform import sanitize_surrogates, transform_messages
 
 __all__ = [
@@ -318,22 +319,22 @@ def _convert_messages(
 
 
 def _tools(
-    messages: Sequence[Message], compat: OpenAICompletionsCompat
+    model: Model, messages: Sequence[Message], compat: OpenAICompletionsCompat
 ) -> list[dict[str, Any]] | None:
     head = messages[0] if messages and isinstance(messages[0], SystemMessage) else None
     declarations = (head.tools_added or []) if head is not None else []
     tools: list[dict[str, Any]] = []
     for tool in declarations:
+        strict_schema = strict_schema_for(
+            tool, supported=compat.supports_strict_mode, provider=model.provider
+        )
         function: dict[str, Any] = {
             "name": tool.name,
             "description": sanitize_surrogates(tool.description),
-            "parameters": tool.parameters,
+            "parameters": strict_schema or tool.parameters,
         }
         if compat.supports_strict_mode:
-            sampling = tool.constrained_sampling
-            function["strict"] = (
-                isinstance(sampling, dict) and sampling.get("type") == "json_schema"
-            )
+            function["strict"] = strict_schema is not None
         tools.append({"type": "function", "function": function})
     if tools:
         return tools
@@ -373,7 +374,7 @@ def build_openai_completions_body(
         body[compat.max_tokens_field] = clamp_max_tokens_to_context(model, messages, max_tokens)
     if options.temperature is not None:
         body["temperature"] = options.temperature
-    tools = _tools(messages, compat)
+    tools = _tools(model, messages, compat)
     if tools is not None:
         body["tools"] = tools
     if model.reasoning and compat.supports_reasoning_effort:

@@ -46,6 +46,7 @@ from ._http import (
     parse_sse_json,
     stream_http,
 )
+from ._strict_tools import strict_schema_for
 from ._transform import sanitize_surrogates, transform_messages
 
 __all__ = [
@@ -237,18 +238,23 @@ def convert_responses_input(messages: Sequence[Message], model: Model) -> list[d
 
 
 def convert_responses_tools(tools: Sequence[ToolDeclaration], model: Model) -> list[dict[str, Any]]:
-    """Convert tool declarations to Responses function tools."""
-    strict = bool(compat_value(model, "supportsStrictMode", False))
+    """Convert tool declarations to Responses function tools.
+
+    Every tool says whether it is ``strict`` (the API's default is strict). With
+    ``compat.supportsStrictMode`` a tool asking for JSON-schema constrained sampling is
+    strict and its schema is sent in strict form (see :mod:`._strict_tools`).
+    """
+    supported = compat_value(model, "supportsStrictMode", False) is True
     converted: list[dict[str, Any]] = []
     for tool in tools:
+        strict_schema = strict_schema_for(tool, supported=supported, provider=model.provider)
         entry: dict[str, Any] = {
             "type": "function",
             "name": tool.name,
             "description": sanitize_surrogates(tool.description),
-            "parameters": tool.parameters,
+            "parameters": strict_schema or tool.parameters,
+            "strict": strict_schema is not None,
         }
-        if strict:
-            entry["strict"] = True
         converted.append(entry)
     return converted
 
