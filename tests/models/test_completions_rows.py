@@ -4,12 +4,26 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import httpx
 import pytest
 from sse_server import SseServer, sse_response
 from test_openai_completions import chunk, collect, final, make_model, types
 
-from trio_agent import DoneEvent, ModelCost, TextContent, ThinkingContent
+from trio_agent import (
+    AssistantMessage,
+    DoneEvent,
+    ImageContent,
+    LlmContext,
+    ModelCost,
+    StreamOptions,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+from trio_agent.models._openai_completions import build_openai_completions_body
 
 PRICES = ModelCost(input=3, output=15, cache_read=0.3, cache_write=3.75)
 
@@ -326,3 +340,196 @@ async def test_fractional_token_counts_are_truncated(
     assert (usage.input, usage.output, usage.total_tokens) == (10, 2, 12)
     assert isinstance(usage.output, int)
     assert usage.cost.total == pytest.approx(0.00006)
+
+
+# ---------------------------------------------------------------------------------------
+# Request building
+
+
+def body_for(
+    messages: list[Any], *, options: StreamOptions | None = None, **changes: Any
+) -> dict[str, Any]:
+    model = make_model(
+        "http://127.0.0.1:1", **{k: v for k, v in changes.items() if k != "base_url"}
+    )
+    if "base_url" in changes:
+        model = attrs.evolve(model, base_url=changes["base_url"])
+    return build_openai_completions_body(
+        model, LlmContext(messages=messages), options or StreamOptions()
+    )
+
+
+def from_model(content: list[Any], **changes: Any) -> AssistantMessage:
+    fields: dict[str, Any] = {
+        "content": content,
+        "api": "openai-completions",
+        "provider": "custom",
+        "model": "gpt-test",
+        "stop_reason": "stop",
+        "timestamp": 2,
+    }
+    fields.update(changes)
+    return AssistantMessage(**fields)
+
+
+USER = UserMessage(content="hi", timestamp=1)
+CALL = ToolCall(id="call_1", name="read", arguments={"p": 1})
+
+
+# U41 · whitespace-only tool results
+
+
+def test_a_whitespace_only_tool_result_is_no_tool_output() -> None:
+    messages = [
+        USER,
+        from_model([CALL], stop_reason="toolUse"),
+        ToolResultMessage(
+            tool_call_id="call_1", tool_name="read", content=[TextContent(text="   ")], timestamp=3
+        ),
+    ]
+    tool = body_for(messages)["messages"][-1]
+    assert tool == {"role": "tool", "tool_call_id": "call_1", "content": "(no tool output)"}
+
+
+# U44 · the replayed reasoning field is named after the first non-blank thinking block
+
+
+def test_the_reasoning_field_comes_from_the_first_non_blank_thinking() -> None:
+    messages = [
+        USER,
+        from_model(
+            [
+                ThinkingContent(thinking="  ", thinking_signature="reasoning_text"),
+                ThinkingContent(thinking="real", thinking_signature="reasoning"),
+                TextContent(text="a"),
+            ]
+        ),
+        UserMessage(content="more", timestamp=3),
+    ]
+    replayed = body_for(messages)["messages"][1]
+    assert replayed == {"role": "assistant", "content": "a", "reasoning": "real"}
+
+
+# U45 · only valid reasoning_details are replayed
+
+
+@pytest.mark.parametrize(
+    ("signature", "sent"),
+    [
+        ('[{"type":"bogus"}]', None),
+        ("[]", None),
+        (
+            '[{"type":"reasoning.encrypted","data":"ENC"}]',
+            [{"type": "reasoning.encrypted", "data": "ENC"}],
+        ),
+    ],
+)
+def test_only_valid_reasoning_details_are_replayed(signature: str, sent: Any) -> None:
+    messages = [
+        USER,
+        from_model(
+            [ThinkingContent(thinking="", thinking_signature=signature), TextContent(text="a")]
+        ),
+        UserMessage(content="more", timestamp=3),
+    ]
+    replayed = body_for(messages)["messages"][1]
+    assert replayed.get("reasoning_details") == sent
+
+
+# U46 · host detection by provider id
+
+
+@pytest.mark.parametrize(
+    ("provider", "limit_field", "store", "effort"),
+    [
+        ("moonshotai", "max_tokens", False, False),
+        ("moonshotai-cn", "max_tokens", False, False),
+        ("nvidia", "max_tokens", False, False),
+        ("together", "max_tokens", False, False),
+        ("mistral", "max_completion_tokens", True, True),
+        ("deepseek", "max_tokens", False, True),
+        ("custom", "max_completion_tokens", True, True),
+    ],
+)
+def test_provider_id_detection(provider: str, limit_field: str, store: bool, effort: bool) -> None:
+    messages = [
+        USER,
+        from_model([CALL], stop_reason="toolUse"),
+        ToolResultMessage(
+            tool_call_id="call_1", tool_name="read", content=[TextContent(text="ok")], timestamp=3
+        ),
+    ]
+    body = body_for(
+        messages,
+        options=StreamOptions(reasoning="high"),
+        provider=provider,
+        reasoning=True,
+    )
+    assert limit_field in body
+    assert ("store" in body) is store
+    assert ("reasoning_effort" in body) is effort
+    assert "name" not in body["messages"][-1]
+
+
+# U47 · OpenRouter's reasoning switched off
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        ({"provider": "openrouter"}, {"effort": "none"}),
+        ({"base_url": "https://openrouter.ai/api/v1"}, {"effort": "none"}),
+        ({"compat": {"thinkingFormat": "openrouter"}}, {"effort": "none"}),
+        (
+            {"provider": "openrouter", "thinking_level_map": {"off": "minimal"}},
+            {"effort": "minimal"},
+        ),
+        ({"provider": "openrouter", "thinking_level_map": {"off": None}}, None),
+    ],
+)
+def test_openrouter_reasoning_off(changes: dict[str, Any], expected: Any) -> None:
+    body = body_for([USER], reasoning=True, **changes)
+    assert body.get("reasoning") == expected
+    assert "reasoning_effort" not in body
+
+
+# U48 · requiresAssistantAfterToolResult
+
+
+def test_assistant_after_tool_results_also_before_the_image_message() -> None:
+    image = ImageContent(data="AAAA", mime_type="image/png")
+    messages = [
+        USER,
+        from_model([CALL], stop_reason="toolUse"),
+        ToolResultMessage(
+            tool_call_id="call_1",
+            tool_name="read",
+            content=[TextContent(text="see"), image],
+            timestamp=3,
+        ),
+        UserMessage(content="next", timestamp=4),
+    ]
+    sent = body_for(messages, compat={"requiresAssistantAfterToolResult": True})["messages"]
+    assert sent[1]["content"] == ""
+    assert [m["role"] for m in sent] == ["user", "assistant", "tool", "assistant", "user", "user"]
+    assert sent[3] == {"role": "assistant", "content": "I have processed the tool results."}
+    assert sent[4]["content"][0] == {"type": "text", "text": "Attached image(s) from tool result:"}
+    assert sent[5] == {"role": "user", "content": "next"}
+
+
+# Lessons from real servers: maxTokensField and requiresNonNullAssistantContent
+
+
+def test_servers_that_ignore_max_completion_tokens() -> None:
+    body = body_for([USER], compat={"maxTokensField": "max_tokens"})
+    assert body["max_tokens"] == 4096
+    assert "max_completion_tokens" not in body
+
+
+def test_servers_that_reject_null_content_next_to_tool_calls() -> None:
+    messages = [USER, from_model([CALL], stop_reason="toolUse")]
+    default = body_for(messages)["messages"][1]
+    assert default["content"] is None
+    strict = body_for(messages, compat={"requiresNonNullAssistantContent": True})["messages"][1]
+    assert strict["content"] == ""
+    assert strict["tool_calls"][0]["id"] == "call_1"

@@ -79,7 +79,19 @@ __all__ = [
 ]
 
 _REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
-_NON_STANDARD_PROVIDERS = frozenset({"cerebras", "xai", "zai", "opencode", "deepseek", "mistral"})
+_NON_STANDARD_PROVIDERS = frozenset(
+    {
+        "cerebras",
+        "xai",
+        "zai",
+        "opencode",
+        "deepseek",
+        "moonshotai",
+        "moonshotai-cn",
+        "nvidia",
+        "together",
+    }
+)
 _NON_STANDARD_HOSTS = (
     "cerebras.ai",
     "api.x.ai",
@@ -89,7 +101,9 @@ _NON_STANDARD_HOSTS = (
     "opencode.ai",
     "api.mistral.ai",
 )
-_MAX_TOKENS_PROVIDERS = frozenset({"deepseek", "moonshot", "together", "nvidia", "zai", "chutes"})
+_MAX_TOKENS_PROVIDERS = frozenset(
+    {"deepseek", "moonshot", "moonshotai", "moonshotai-cn", "together", "nvidia", "zai", "chutes"}
+)
 _MAX_TOKENS_HOSTS = (
     "deepseek.com",
     "moonshot.",
@@ -99,8 +113,10 @@ _MAX_TOKENS_HOSTS = (
     "api.z.ai",
     "chutes.ai",
 )
-_NO_REASONING_EFFORT_PROVIDERS = frozenset({"xai", "zai", "deepseek"})
-_NO_REASONING_EFFORT_HOSTS = ("api.x.ai", "api.z.ai", "deepseek.com")
+_NO_REASONING_EFFORT_PROVIDERS = frozenset(
+    {"xai", "zai", "moonshotai", "moonshotai-cn", "nvidia", "together"}
+)
+_NO_REASONING_EFFORT_HOSTS = ("api.x.ai", "api.z.ai")
 _ASSISTANT_AFTER_TOOLS = "I have processed the tool results."
 _TOOL_IMAGES_INTRO = "Attached image(s) from tool result:"
 
@@ -151,7 +167,6 @@ def detect_compat(model: Model) -> OpenAICompletionsCompat:
     base_url = model.base_url.lower()
     is_openai = model.provider == "openai" or "api.openai.com" in base_url
     is_openrouter = model.provider == "openrouter" or "openrouter.ai" in base_url
-    is_mistral = model.provider == "mistral" or "api.mistral.ai" in base_url
     detected = OpenAICompletionsCompat(
         supports_store=not _host_matches(model, _NON_STANDARD_PROVIDERS, _NON_STANDARD_HOSTS),
         supports_developer_role=is_openai,
@@ -163,7 +178,6 @@ def detect_compat(model: Model) -> OpenAICompletionsCompat:
             if _host_matches(model, _MAX_TOKENS_PROVIDERS, _MAX_TOKENS_HOSTS)
             else "max_completion_tokens"
         ),
-        requires_tool_result_name=is_mistral,
         thinking_format="openrouter" if is_openrouter else "openai",
     )
     overrides: dict[str, Any] = {}
@@ -226,20 +240,21 @@ def _assistant_message(
     thinking = [b for b in message.content if isinstance(b, ThinkingContent)]
     calls = [b for b in message.content if isinstance(b, ToolCall)]
     content: str | None = sanitize_surrogates("".join(texts)) if texts else None
-    if content is None and compat.requires_non_null_assistant_content:
+    if content is None and (
+        compat.requires_non_null_assistant_content or compat.requires_assistant_after_tool_result
+    ):
         content = ""
     result: dict[str, Any] = {"role": "assistant", "content": content}
-    visible_thinking = [b.thinking for b in thinking if b.thinking.strip()]
-    signature = thinking[0].thinking_signature if thinking else None
-    if signature in _REASONING_FIELDS and visible_thinking:
-        result[signature] = sanitize_surrogates("\n".join(visible_thinking))
-    elif signature:
-        try:
-            details = json.loads(signature)
-        except ValueError:
-            details = None
-        if isinstance(details, list):
-            result["reasoning_details"] = details
+    visible = [b for b in thinking if b.thinking.strip()]
+    field = visible[0].thinking_signature if visible else None
+    if field in _REASONING_FIELDS:
+        result[field] = sanitize_surrogates("\n".join(b.thinking for b in visible))
+    details = next(
+        (d for d in map(_replayable_details, thinking) if d is not None),
+        None,
+    )
+    if details is not None:
+        result["reasoning_details"] = details
     if calls:
         result["tool_calls"] = [
             {
@@ -254,9 +269,25 @@ def _assistant_message(
     return result
 
 
+def _replayable_details(block: ThinkingContent) -> list[Any] | None:
+    # The reasoning_details stored as a thinking signature, when every entry is valid.
+    signature = block.thinking_signature
+    if not signature or not signature.startswith("["):
+        return None
+    try:
+        details = json.loads(signature)
+    except ValueError:
+        return None
+    if not isinstance(details, list) or not details:
+        return None
+    if not all(is_valid_reasoning_detail(entry) for entry in details):
+        return None
+    return details
+
+
 def _tool_result_text(message: ToolResultMessage) -> str:
     text = "\n".join(b.text for b in message.content if isinstance(b, TextContent))
-    if text:
+    if text.strip():
         return sanitize_surrogates(text)
     has_images = any(isinstance(b, ImageContent) for b in message.content)
     return "(see attached image)" if has_images else "(no tool output)"
@@ -269,9 +300,14 @@ def _convert_messages(
     system_role = "developer" if model.reasoning and compat.supports_developer_role else "system"
     pending_images: list[dict[str, Any]] = []
 
+    def bridge_after_tool_results() -> None:
+        if compat.requires_assistant_after_tool_result and result and result[-1]["role"] == "tool":
+            result.append({"role": "assistant", "content": _ASSISTANT_AFTER_TOOLS})
+
     def flush_images() -> None:
         if pending_images:
             intro = {"type": "text", "text": _TOOL_IMAGES_INTRO}
+            bridge_after_tool_results()
             result.append({"role": "user", "content": [intro, *pending_images]})
             pending_images.clear()
 
@@ -290,12 +326,7 @@ def _convert_messages(
             converted = _user_message(message)
             if converted is None:
                 continue
-            if (
-                compat.requires_assistant_after_tool_result
-                and result
-                and result[-1]["role"] == "tool"
-            ):
-                result.append({"role": "assistant", "content": _ASSISTANT_AFTER_TOOLS})
+            bridge_after_tool_results()
             result.append(converted)
         elif isinstance(message, AssistantMessage):
             converted = _assistant_message(message, compat)
@@ -388,7 +419,10 @@ def build_openai_completions_body(
                 body["reasoning"] = {"effort": value}
             else:
                 body["reasoning_effort"] = value
-        elif isinstance(level_map.get("off"), str) and compat.thinking_format == "openai":
+        elif compat.thinking_format == "openrouter":
+            if not ("off" in level_map and level_map["off"] is None):
+                body["reasoning"] = {"effort": level_map.get("off") or "none"}
+        elif isinstance(level_map.get("off"), str):
             body["reasoning_effort"] = level_map["off"]
     retention = cache_retention(model)
     if (
