@@ -35,6 +35,7 @@ from trio_agent.models._http import HttpEnv, HttpError
 from trio_agent.models._openai_responses import (
     build_responses_request,
     format_responses_http_error,
+    short_hash,
     stream_openai_responses,
 )
 
@@ -255,7 +256,13 @@ def test_tool_results_images_and_foreign_tool_calls() -> None:
     ]
     body = request_body(model, messages)
     assert body["input"][1:] == [
-        {"type": "function_call", "call_id": "call_a", "name": "shot", "arguments": "{}"},
+        {
+            "type": "function_call",
+            "id": f"fc_{short_hash('fc_a')}",
+            "call_id": "call_a",
+            "name": "shot",
+            "arguments": "{}",
+        },
         {"type": "function_call", "call_id": "toolu_weird", "name": "shot", "arguments": '{"x":1}'},
         {
             "type": "function_call_output",

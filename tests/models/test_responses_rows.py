@@ -11,6 +11,7 @@ import trio
 from sse_server import ScriptedResponse, SseServer, error_response, sse_chunk, sse_response
 from test_openai_responses import (
     CREATED,
+    assistant,
     collect,
     completed,
     ev,
@@ -18,23 +19,29 @@ from test_openai_responses import (
     final_error,
     make_model,
     message_frames,
+    request_body,
     server_model,
     types,
 )
 
 from trio_agent import (
     AssistantMessageEvent,
+    ImageContent,
     LlmContext,
+    Message,
     Model,
     StreamOptions,
+    SystemMessage,
     TextContent,
     ToolCall,
     ToolCallDeltaEvent,
+    ToolResultMessage,
     UserMessage,
 )
 from trio_agent.models._http import HttpEnv, HttpError
 from trio_agent.models._openai_responses import (
     format_responses_http_error,
+    short_hash,
     stream_openai_responses,
 )
 
@@ -445,3 +452,145 @@ async def test_malformed_event_json(sse_server: SseServer, http_client: httpx.As
     )
     message = final_error(await collect(server_model(sse_server), http_client))
     assert message.error_message == "Error reading response: malformed server-sent event JSON."
+
+
+# ---------------------------------------------------------------------------------------
+# Request building
+
+
+def body(model: Model, messages: list[Message], **options: Any) -> dict[str, Any]:
+    return request_body(model, messages, StreamOptions(**options))
+
+
+HI = UserMessage(content="hi", timestamp=1)
+
+
+# U41 · whitespace-only tool results
+
+
+def test_a_whitespace_only_tool_result_is_no_tool_output() -> None:
+    model = make_model()
+    messages: list[Message] = [
+        HI,
+        assistant([ToolCall(id="call_1|fc_1", name="read", arguments={})], model),
+        ToolResultMessage(
+            tool_call_id="call_1|fc_1", tool_name="read", content=[TextContent(text="   ")]
+        ),
+    ]
+    assert body(model, messages)["input"][-1] == {
+        "type": "function_call_output",
+        "call_id": "call_1",
+        "output": "(no tool output)",
+    }
+
+
+# U57 · the texts of a tool result with images are joined into one input_text
+
+
+def test_tool_result_texts_are_joined_before_the_images() -> None:
+    model = make_model(input=["text", "image"])
+    image = ImageContent(data="AAAA", mime_type="image/png")
+    messages: list[Message] = [
+        HI,
+        assistant([ToolCall(id="call_1|fc_1", name="read", arguments={})], model),
+        ToolResultMessage(
+            tool_call_id="call_1|fc_1",
+            tool_name="read",
+            content=[TextContent(text="line one"), TextContent(text="line two"), image, image],
+        ),
+    ]
+    picture = {"type": "input_image", "detail": "auto", "image_url": "data:image/png;base64,AAAA"}
+    assert body(model, messages)["input"][-1]["output"] == [
+        {"type": "input_text", "text": "line one\nline two"},
+        picture,
+        picture,
+    ]
+
+
+# U58 · replay ids
+
+
+def test_short_hash_vectors() -> None:
+    assert short_hash("") == "k4n83c7h0j2b"
+    assert short_hash("abc") == "y0biex7f9bbh"
+    assert short_hash("fc_item+/=xyz") == "1mtqnvc1v1ofis"
+    assert short_hash("msg_" + "x" * 70) == "1f43gnm1wcb1pr"
+
+
+def test_a_long_text_signature_id_is_hashed() -> None:
+    model = make_model()
+    long_id = "msg_" + "x" * 70
+    messages: list[Message] = [
+        HI,
+        assistant([TextContent(text="a", text_signature=long_id)], model, stop_reason="stop"),
+        UserMessage(content="more", timestamp=3),
+    ]
+    assert body(model, messages)["input"][1]["id"] == "msg_1f43gnm1wcb1pr"
+
+
+def foreign_call_items(target: Model, call_id: str) -> list[dict[str, Any]]:
+    other = make_model(provider="anthropic", api="anthropic-messages", id="claude")
+    messages: list[Message] = [
+        HI,
+        assistant([ToolCall(id=call_id, name="read", arguments={})], other),
+        ToolResultMessage(tool_call_id=call_id, tool_name="read", content=[TextContent(text="ok")]),
+    ]
+    items: list[dict[str, Any]] = body(target, messages)["input"][1:]
+    return items
+
+
+@pytest.mark.parametrize("provider", ["openai", "openai-codex", "opencode"])
+def test_a_foreign_call_to_openai_keeps_a_hashed_item_id(provider: str) -> None:
+    call, output = foreign_call_items(make_model(provider=provider), "call_abc|fc_item+/=xyz")
+    assert call["call_id"] == "call_abc"
+    assert call["id"] == "fc_1mtqnvc1v1ofis"
+    assert output["call_id"] == "call_abc"
+
+
+def test_a_foreign_call_to_another_provider_is_normalised_whole() -> None:
+    call, output = foreign_call_items(make_model(provider="azure"), "call_abc|fc_item+/=xyz")
+    assert call["call_id"] == "call_abc_fc_item___xyz"
+    assert "id" not in call
+    assert output["call_id"] == "call_abc_fc_item___xyz"
+
+
+def test_a_long_foreign_call_id_is_cut_to_64() -> None:
+    call, output = foreign_call_items(make_model(), "c" * 80)
+    assert call["call_id"] == "c" * 64
+    assert output["call_id"] == "c" * 64
+    call, _ = foreign_call_items(make_model(provider="x"), "call.abc..")
+    assert call["call_id"] == "call_abc"
+
+
+# U59 · fallback ids count only the messages that produced input items
+
+
+def test_fallback_message_ids_count_emitted_messages() -> None:
+    model = make_model()
+    messages: list[Message] = [
+        SystemMessage(content="Sys."),
+        UserMessage(content="   "),
+        UserMessage(content=[]),
+        UserMessage(content=[TextContent(text="")]),
+        assistant([TextContent(text="  "), TextContent(text="")], model, stop_reason="stop"),
+        assistant([], model, stop_reason="stop"),
+        UserMessage(content="real question"),
+    ]
+    ids = [
+        item.get("id") for item in body(model, messages)["input"] if item.get("type") == "message"
+    ]
+    assert ids == ["msg_pi_2", "msg_pi_2_1"]
+
+
+# U60 · supportsLongCacheRetention: false
+
+
+@pytest.mark.parametrize(
+    ("compat", "sent"), [({}, True), ({"supportsLongCacheRetention": False}, False)]
+)
+def test_long_retention_honours_the_switch(compat: dict[str, Any], sent: bool) -> None:
+    model = make_model(compat={"cacheRetention": "long", **compat})
+    result = body(model, [HI], session_id="s")
+    assert ("prompt_cache_retention" in result) is sent
+    if sent:
+        assert result["prompt_cache_retention"] == "24h"

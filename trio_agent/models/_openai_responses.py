@@ -8,7 +8,6 @@ knows the Responses wire shapes.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import AsyncGenerator, Iterator, Sequence
@@ -58,6 +57,7 @@ __all__ = [
     "convert_responses_tools",
     "format_responses_http_error",
     "normalize_responses_tool_call_id",
+    "short_hash",
     "split_tool_call_id",
     "stream_openai_responses",
 ]
@@ -67,8 +67,42 @@ _INVALID_ID_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 _MAX_ID_LENGTH = 64
 
 
-def _short_hash(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+_OPENAI_ITEM_ID_PROVIDERS = frozenset({"openai", "openai-codex", "opencode"})
+
+
+def _imul(a: int, b: int) -> int:
+    return (a * b) & 0xFFFFFFFF
+
+
+def _base36(number: int) -> str:
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    text = ""
+    while True:
+        number, rest = divmod(number, 36)
+        text = digits[rest] + text
+        if not number:
+            return text
+
+
+def short_hash(text: str) -> str:
+    """Upstream's short id hash: cyrb53 (seed 0) over the UTF-16 code units of ``text``,
+    written as base-36 of its second 32-bit half followed by base-36 of its first."""
+    h1 = 0xDEADBEEF
+    h2 = 0x41C6CE57
+    encoded = text.encode("utf-16-le", "surrogatepass")
+    for position in range(0, len(encoded), 2):
+        unit = encoded[position] | (encoded[position + 1] << 8)
+        h1 = _imul(h1 ^ unit, 2654435761)
+        h2 = _imul(h2 ^ unit, 1597334677)
+    h1 = _imul(h1 ^ (h1 >> 16), 2246822507)
+    h1 ^= _imul(h2 ^ (h2 >> 13), 3266489909)
+    h2 = _imul(h2 ^ (h2 >> 16), 2246822507)
+    h2 ^= _imul(h1 ^ (h1 >> 13), 3266489909)
+    return _base36(h2) + _base36(h1)
+
+
+def _normalize_id_part(text: str) -> str:
+    return _INVALID_ID_CHARS.sub("_", text)[:_MAX_ID_LENGTH].rstrip("_")
 
 
 # ---------------------------------------------------------------------------------------
@@ -81,17 +115,22 @@ def split_tool_call_id(tool_call_id: str) -> tuple[str, str | None]:
     return call_id, (item_id if sep else None)
 
 
-def normalize_responses_tool_call_id(tool_call_id: str) -> str:
-    """Make a foreign tool-call id acceptable as a Responses ``call_id``.
+def normalize_responses_tool_call_id(tool_call_id: str, model: Model) -> str:
+    """Make another model's tool-call id acceptable to ``model``.
 
-    Used for messages of other models: their item ids mean nothing to this API, so only
-    the call id is kept, restricted to ``[A-Za-z0-9_-]`` and 64 characters.
+    An id part is restricted to ``[A-Za-z0-9_-]`` (other characters become ``_``), cut
+    to 64 characters and stripped of trailing ``_``. For providers ``openai``,
+    ``openai-codex`` and ``opencode`` the call id is normalised that way and an item id
+    becomes ``fc_<short_hash(item id)>``; for every other provider the whole id (``|``
+    included) is normalised as one part.
     """
-    call_id, _ = split_tool_call_id(tool_call_id)
-    cleaned = _INVALID_ID_CHARS.sub("_", call_id)
-    if len(cleaned) > _MAX_ID_LENGTH:
-        cleaned = f"call_{_short_hash(cleaned)}"
-    return cleaned
+    if model.provider not in _OPENAI_ITEM_ID_PROVIDERS:
+        return _normalize_id_part(tool_call_id)
+    call_id, item_id = split_tool_call_id(tool_call_id)
+    normalized = _normalize_id_part(call_id)
+    if item_id is None:
+        return normalized
+    return f"{normalized}|fc_{short_hash(item_id)}"
 
 
 def _text_signature_id(signature: str | None) -> tuple[str | None, str | None]:
@@ -137,13 +176,8 @@ def _user_item(message: UserMessage) -> dict[str, Any] | None:
     return {"role": "user", "content": parts} if parts else None
 
 
-def _assistant_items(message: AssistantMessage, model: Model, ordinal: int) -> list[dict[str, Any]]:
+def _assistant_items(message: AssistantMessage, ordinal: int) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
-    same_model = (message.provider, message.api, message.model) == (
-        model.provider,
-        model.api,
-        model.id,
-    )
     text_count = 0
     for block in message.content:
         if isinstance(block, ThinkingContent):
@@ -162,7 +196,7 @@ def _assistant_items(message: AssistantMessage, model: Model, ordinal: int) -> l
                     f"msg_pi_{ordinal}" if text_count == 0 else f"msg_pi_{ordinal}_{text_count}"
                 )
             elif len(item_id) > _MAX_ID_LENGTH:
-                item_id = f"msg_{_short_hash(item_id)}"
+                item_id = f"msg_{short_hash(item_id)}"
             text_count += 1
             text_item: dict[str, Any] = {
                 "type": "message",
@@ -183,8 +217,8 @@ def _assistant_items(message: AssistantMessage, model: Model, ordinal: int) -> l
         elif isinstance(block, ToolCall):
             call_id, item_id = split_tool_call_id(block.id)
             call: dict[str, Any] = {"type": "function_call"}
-            # Item ids are only meaningful to the model that produced them.
-            if same_model and item_id is not None and item_id.startswith("fc_"):
+            # Another model's item ids were rewritten to fc_<hash> or dropped already.
+            if item_id is not None and item_id.startswith("fc_"):
                 call["id"] = item_id
             call["call_id"] = call_id
             call["name"] = block.name
@@ -201,12 +235,15 @@ def _tool_result_item(result: ToolResultMessage, model: Model) -> dict[str, Any]
         if isinstance(block, TextContent)
     ]
     images = [block for block in result.content if isinstance(block, ImageContent)]
+    text = "\n".join(texts)
     output: str | list[dict[str, Any]]
     if images and "image" in model.input:
-        output = [{"type": "input_text", "text": text} for text in texts if text]
+        output = [{"type": "input_text", "text": text}] if text else []
         output.extend(_input_image(image) for image in images)
+    elif text.strip():
+        output = text
     else:
-        output = "\n".join(texts) or ("(see attached image)" if images else "(no tool output)")
+        output = "(see attached image)" if images else "(no tool output)"
     return {"type": "function_call_output", "call_id": call_id, "output": output}
 
 
@@ -219,21 +256,27 @@ def convert_responses_input(messages: Sequence[Message], model: Model) -> list[d
     tool results become ``function_call_output`` items.
     """
     items: list[dict[str, Any]] = []
-    # Fallback message item ids count the messages after the leading system message.
-    offset = 1 if messages and isinstance(messages[0], SystemMessage) else 0
-    for position, message in enumerate(messages):
+    # Fallback message item ids count the earlier messages that produced input items
+    # (the leading system message aside).
+    emitted = 0
+    for message in messages:
+        produced: list[dict[str, Any]] = []
         if isinstance(message, SystemMessage):
             text = sanitize_surrogates(get_system_message_text(message))
             if text:
                 items.append({"role": _system_role(model), "content": text})
-        elif isinstance(message, UserMessage):
+            continue
+        if isinstance(message, UserMessage):
             item = _user_item(message)
             if item is not None:
-                items.append(item)
+                produced.append(item)
         elif isinstance(message, AssistantMessage):
-            items.extend(_assistant_items(message, model, position - offset))
+            produced.extend(_assistant_items(message, emitted))
         elif isinstance(message, ToolResultMessage):
-            items.append(_tool_result_item(result=message, model=model))
+            produced.append(_tool_result_item(result=message, model=model))
+        if produced:
+            items.extend(produced)
+            emitted += 1
     return items
 
 
@@ -303,7 +346,7 @@ def build_responses_body(
         and compat_value(model, "promptCacheKeyMode") != "disabled"
     ):
         body["prompt_cache_key"] = options.session_id[:64]
-    if cache_retention == "long":
+    if cache_retention == "long" and compat_value(model, "supportsLongCacheRetention") is not False:
         body["prompt_cache_retention"] = "24h"
     max_tokens = clamp_max_tokens_to_context(
         model, messages, options.max_tokens or model.max_tokens
@@ -651,7 +694,9 @@ def build_responses_request(
     messages = transform_messages(
         collapse_system_messages(context.messages),
         model,
-        lambda tool_call_id, _model, _source: normalize_responses_tool_call_id(tool_call_id),
+        lambda tool_call_id, target, _source: normalize_responses_tool_call_id(
+            tool_call_id, target
+        ),
     )
     retention = cache_retention(model)
     body = build_responses_body(model, messages, options, cache_retention=retention)
