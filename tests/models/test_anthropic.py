@@ -356,7 +356,7 @@ def test_tool_results_grouped_with_error_images_moved() -> None:
             {
                 "type": "tool_result",
                 "tool_use_id": "call_with_odd_chars",
-                "content": "failed",
+                "content": "failed\n(image attached after the tool results)",
                 "is_error": True,
             },
             {

@@ -10,6 +10,7 @@ import pytest
 from sse_server import ScriptedResponse, SseServer, sse_response
 from test_anthropic import (
     MESSAGE_STOP,
+    assistant,
     block_delta,
     block_start,
     block_stop,
@@ -19,13 +20,32 @@ from test_anthropic import (
     make_model,
     message_delta,
     message_start,
+    request_body,
     server_model,
     text_frames,
     types,
 )
 
-from trio_agent import DoneEvent, ModelCost, TextContent, ToolCall
-from trio_agent.models._anthropic import format_anthropic_http_error
+from trio_agent import (
+    DoneEvent,
+    ImageContent,
+    LlmContext,
+    Model,
+    ModelCost,
+    StreamOptions,
+    SystemMessage,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolDeclaration,
+    ToolResultMessage,
+    UserMessage,
+)
+from trio_agent.models._anthropic import (
+    build_anthropic_request,
+    format_anthropic_http_error,
+    normalize_anthropic_beta,
+)
 from trio_agent.models._http import HttpError
 
 PRICES = ModelCost(input=3, output=15, cache_read=0.3, cache_write=3.75)
@@ -351,3 +371,223 @@ async def test_unparsable_event_data(
     )
     assert message.error_message.endswith(tail)
     assert message.content == [TextContent(text="so far")]
+
+
+# ---------------------------------------------------------------------------------------
+# Request building
+
+
+def conversation(*messages: Any, tools: list[ToolDeclaration] | None = None) -> list[Any]:
+    return [SystemMessage(content="Sys.", tools_added=tools, timestamp=0), *messages]
+
+
+HI = UserMessage(content="hi", timestamp=1)
+TOOL = ToolDeclaration(name="read", description="Read", parameters={"type": "object"})
+
+
+# U50 · an error tool result with images
+
+
+def test_an_error_result_notes_where_its_images_were() -> None:
+    model = make_model(input=["text", "image"])
+    image = ImageContent(data="AAAA", mime_type="image/png")
+    messages = conversation(
+        HI,
+        assistant([ToolCall(id="call_1", name="shot", arguments={})], model),
+        ToolResultMessage(
+            tool_call_id="call_1",
+            tool_name="shot",
+            content=[
+                TextContent(text="failed to decode"),
+                image,
+                image,
+                TextContent(text="x"),
+                image,
+            ],
+            is_error=True,
+        ),
+    )
+    blocks = request_body(model, messages)["messages"][-1]["content"]
+    assert blocks[0]["content"] == (
+        "failed to decode\n(image attached after the tool results)\nx\n"
+        "(image attached after the tool results)"
+    )
+    assert blocks[1] == {
+        "type": "text",
+        "text": "Images from the error result of tool call call_1 (shot):",
+    }
+    assert [block["type"] for block in blocks[2:]] == ["image", "image", "image"]
+
+
+# U51 · a whitespace-only signature counts as missing
+
+
+@pytest.mark.parametrize(
+    ("compat", "expected"),
+    [
+        ({}, {"type": "text", "text": "whitespace sig"}),
+        (
+            {"allowEmptySignature": True},
+            {"type": "thinking", "thinking": "whitespace sig", "signature": ""},
+        ),
+    ],
+)
+def test_a_blank_signature_is_missing(compat: dict[str, Any], expected: dict[str, Any]) -> None:
+    model = make_model(compat={"cacheRetention": "none", **compat})
+    messages = conversation(
+        HI,
+        assistant(
+            [
+                ThinkingContent(thinking="whitespace sig", thinking_signature="   "),
+                TextContent(text="answer"),
+            ],
+            model,
+            stop_reason="stop",
+        ),
+        UserMessage(content="more", timestamp=3),
+    )
+    replayed = request_body(model, messages)["messages"][1]["content"]
+    assert replayed == [expected, {"type": "text", "text": "answer"}]
+
+
+# U52 · same-model tool-call ids are normalised too (documented)
+
+
+def test_same_model_tool_call_ids_are_normalised() -> None:
+    model = make_model(compat={"cacheRetention": "none"})
+    messages = conversation(
+        HI,
+        assistant([ToolCall(id="call.with.dots|fc_x", name="read", arguments={})], model),
+        ToolResultMessage(
+            tool_call_id="call.with.dots|fc_x", tool_name="read", content=[TextContent(text="ok")]
+        ),
+        assistant([ToolCall(id="c" * 70, name="read", arguments={})], model),
+        ToolResultMessage(
+            tool_call_id="c" * 70, tool_name="read", content=[TextContent(text="ok")]
+        ),
+    )
+    sent = request_body(model, messages)["messages"]
+    assert sent[1]["content"][0]["id"] == "call_with_dots_fc_x"
+    assert sent[2]["content"][0]["tool_use_id"] == "call_with_dots_fc_x"
+    assert sent[3]["content"][0]["id"] == "c" * 64
+    assert sent[4]["content"][0]["tool_use_id"] == "c" * 64
+
+
+# U53a · U53b · thinking budgets
+
+
+def budget_model(**changes: Any) -> Model:
+    fields: dict[str, Any] = {
+        "reasoning": True,
+        "max_tokens": 32000,
+        "context_window": 200000,
+        "cost": PRICES,
+        "compat": {"cacheRetention": "none"},
+    }
+    fields.update(changes)
+    return make_model(**fields)
+
+
+def limits(body: dict[str, Any]) -> tuple[int, int]:
+    return body["max_tokens"], body["thinking"]["budget_tokens"]
+
+
+def test_the_budget_follows_the_requested_level_unclamped() -> None:
+    model = budget_model(thinking_level_map={"minimal": None, "low": "lo", "off": None})
+    assert limits(request_body(model, conversation(HI), StreamOptions(reasoning="minimal"))) == (
+        32000,
+        1024,
+    )
+    assert limits(
+        request_body(model, conversation(HI), StreamOptions(reasoning="minimal", max_tokens=1000))
+    ) == (2024, 1024)
+
+
+@pytest.mark.parametrize("window", [8000, 40000, 60000])
+def test_the_budget_is_never_below_1024(window: int) -> None:
+    model = budget_model(context_window=window)
+    history = UserMessage(content="x" * int((window - 1000) * 3.5), timestamp=1)
+    body = request_body(model, conversation(history), StreamOptions(reasoning="medium"))
+    assert body["max_tokens"] == 1
+    assert body["thinking"]["budget_tokens"] == 1024
+
+
+# U55 · the tool-cache, long-retention and temperature switches
+
+
+def test_cache_and_temperature_switches() -> None:
+    model = make_model(compat={"cacheRetention": "long"})
+    body = request_body(model, conversation(HI, tools=[TOOL]), StreamOptions(temperature=0.7))
+    long = {"type": "ephemeral", "ttl": "1h"}
+    assert body["system"][0]["cache_control"] == long
+    assert body["tools"][-1]["cache_control"] == long
+    assert body["messages"][-1]["content"][-1]["cache_control"] == long
+    assert body["temperature"] == 0.7
+    model = make_model(
+        compat={
+            "cacheRetention": "long",
+            "supportsLongCacheRetention": False,
+            "supportsCacheControlOnTools": False,
+            "supportsTemperature": False,
+        }
+    )
+    body = request_body(model, conversation(HI, tools=[TOOL]), StreamOptions(temperature=0.7))
+    short = {"type": "ephemeral"}
+    assert body["system"][0]["cache_control"] == short
+    assert "cache_control" not in body["tools"][-1]
+    assert body["messages"][-1]["content"][-1]["cache_control"] == short
+    assert "temperature" not in body
+
+
+# U56 · the anthropic-beta header
+
+
+def test_generated_betas_put_fine_grained_streaming_first() -> None:
+    model = budget_model(compat={"supportsEagerToolInputStreaming": False})
+    request = build_anthropic_request(
+        model,
+        LlmContext(messages=conversation(HI, tools=[TOOL])),
+        StreamOptions(reasoning="low"),
+        "sk-test",
+    )
+    assert request.headers["anthropic-beta"] == (
+        "fine-grained-tool-streaming-2025-05-14,interleaved-thinking-2025-05-14"
+    )
+
+
+def test_a_caller_beta_value_is_normalised() -> None:
+    assert normalize_anthropic_beta("foo-1, bar-2,foo-1") == "foo-1,bar-2"
+    assert normalize_anthropic_beta(" , a ,,b, a") == "a,b"
+
+
+# U61 · a level on a model without reasoning is ignored (documented)
+
+
+def test_a_level_on_a_model_without_reasoning_is_ignored() -> None:
+    model = budget_model(reasoning=False)
+    body = request_body(
+        model, conversation(HI), StreamOptions(reasoning="high", max_tokens=1000, temperature=0.7)
+    )
+    assert body["max_tokens"] == 1000
+    assert body["temperature"] == 0.7
+    assert "thinking" not in body
+
+
+# U62 · session-affinity headers
+
+
+def headers_for(model: Model, session_id: str | None) -> dict[str, str]:
+    request = build_anthropic_request(
+        model, LlmContext(messages=conversation(HI)), StreamOptions(session_id=session_id), "k"
+    )
+    return dict(request.headers)
+
+
+def test_session_affinity_headers() -> None:
+    assert headers_for(make_model(provider="openrouter"), "sess-c")["x-session-id"] == "sess-c"
+    affinity = make_model(compat={"sendSessionAffinityHeaders": True})
+    assert headers_for(affinity, "sess-c")["x-session-affinity"] == "sess-c"
+    plain = headers_for(make_model(), "sess-c")
+    assert "x-session-id" not in plain
+    assert "x-session-affinity" not in plain
+    assert "x-session-id" not in headers_for(make_model(provider="openrouter"), None)

@@ -64,6 +64,7 @@ __all__ = [
     "convert_anthropic_messages",
     "convert_anthropic_tools",
     "format_anthropic_http_error",
+    "normalize_anthropic_beta",
     "normalize_anthropic_tool_call_id",
     "stream_anthropic",
 ]
@@ -71,7 +72,10 @@ __all__ = [
 ANTHROPIC_VERSION = "2023-06-01"
 INTERLEAVED_THINKING_BETA = "interleaved-thinking-2025-05-14"
 FINE_GRAINED_TOOL_STREAMING_BETA = "fine-grained-tool-streaming-2025-05-14"
+MIN_THINKING_BUDGET = 1024
+"""The smallest ``budget_tokens`` sent (the API's minimum)."""
 REDACTED_THINKING_TEXT = "[Reasoning redacted]"
+_IMAGE_MOVED = "(image attached after the tool results)"
 
 
 _INVALID_ID_CHARS = re.compile(r"[^A-Za-z0-9_-]")
@@ -86,10 +90,21 @@ def normalize_anthropic_tool_call_id(tool_call_id: str) -> str:
     return _INVALID_ID_CHARS.sub("_", tool_call_id)[:64]
 
 
-def _cache_control(retention: CacheRetention) -> dict[str, Any] | None:
+def normalize_anthropic_beta(value: str) -> str:
+    """A caller's ``anthropic-beta`` value as upstream sends it: split on commas, trimmed,
+    blanks dropped, duplicates dropped (the first kept), joined with ``,``."""
+    flags: list[str] = []
+    for flag in value.split(","):
+        flag = flag.strip()
+        if flag and flag not in flags:
+            flags.append(flag)
+    return ",".join(flags)
+
+
+def _cache_control(retention: CacheRetention, model: Model) -> dict[str, Any] | None:
     if retention == "none":
         return None
-    if retention == "long":
+    if retention == "long" and compat_value(model, "supportsLongCacheRetention") is not False:
         return {"type": "ephemeral", "ttl": "1h"}
     return {"type": "ephemeral"}
 
@@ -125,7 +140,7 @@ def _assistant_content(message: AssistantMessage, model: Model) -> list[dict[str
         elif isinstance(block, ThinkingContent):
             if block.redacted:
                 blocks.append({"type": "redacted_thinking", "data": block.thinking_signature or ""})
-            elif block.thinking_signature:
+            elif block.thinking_signature and block.thinking_signature.strip():
                 blocks.append(
                     {
                         "type": "thinking",
@@ -175,7 +190,14 @@ def _tool_result_blocks(
         if not images:
             content = "\n".join(texts)
         elif result.is_error:
-            content = "\n".join(texts) or "(see attached image)"
+            # Each run of images leaves a note where it was.
+            pieces: list[str] = []
+            for block in result.content:
+                if isinstance(block, TextContent):
+                    pieces.append(sanitize_surrogates(block.text))
+                elif not pieces or pieces[-1] != _IMAGE_MOVED:
+                    pieces.append(_IMAGE_MOVED)
+            content = "\n".join(pieces)
             moved.append(
                 {
                     "type": "text",
@@ -316,7 +338,7 @@ def build_anthropic_body(
     Returns:
         ``(body, betas)``.
     """
-    cache = _cache_control(cache_retention)
+    cache = _cache_control(cache_retention, model)
     system = messages[0] if messages and isinstance(messages[0], SystemMessage) else None
     rest = messages[1:] if system is not None else messages
     betas: list[str] = []
@@ -338,11 +360,13 @@ def build_anthropic_body(
         thinking = {"type": "adaptive", "display": "summarized"}
         output_config = {"effort": _adaptive_effort(model, level)}
     else:
+        # The budget follows the requested level, as upstream does (not the clamped one).
         max_tokens, budget = adjust_max_tokens_for_thinking(
-            max_tokens, model.max_tokens or sys.maxsize, level, options.thinking_budgets
+            max_tokens, model.max_tokens or sys.maxsize, requested, options.thinking_budgets
         )
         max_tokens = clamp_max_tokens_to_context(model, messages, max_tokens)
-        budget = min(budget, max(0, max_tokens - 1024))
+        # The API rejects budgets below 1024 (upstream would send 0 for a full context).
+        budget = max(MIN_THINKING_BUDGET, min(budget, max(0, max_tokens - 1024)))
         thinking = {"type": "enabled", "budget_tokens": budget, "display": "summarized"}
         betas.append(INTERLEAVED_THINKING_BETA)
 
@@ -369,7 +393,7 @@ def build_anthropic_body(
     tools = list(system.tools_added or ()) if system is not None else []
     if tools:
         converted_tools = convert_anthropic_tools(tools, model)
-        if cache is not None:
+        if cache is not None and compat_value(model, "supportsCacheControlOnTools") is not False:
             converted_tools[-1]["cache_control"] = cache
         body["tools"] = converted_tools
         if not _eager_input_streaming(model):
@@ -378,7 +402,11 @@ def build_anthropic_body(
         body["thinking"] = thinking
     if output_config is not None:
         body["output_config"] = output_config
-    if options.temperature is not None and not thinking_enabled:
+    if (
+        options.temperature is not None
+        and not thinking_enabled
+        and compat_value(model, "supportsTemperature") is not False
+    ):
         body["temperature"] = options.temperature
     return body, betas
 
@@ -672,7 +700,14 @@ def build_anthropic_request(
         "accept": "application/json",
     }
     if betas:
-        headers["anthropic-beta"] = ",".join(betas)
+        order = (FINE_GRAINED_TOOL_STREAMING_BETA, INTERLEAVED_THINKING_BETA)
+        headers["anthropic-beta"] = ",".join(sorted(betas, key=order.index))
+    # U62: session affinity for routers that honour it.
+    if options.session_id:
+        if model.provider == "openrouter":
+            headers["x-session-id"] = options.session_id
+        if compat_value(model, "sendSessionAffinityHeaders") is True:
+            headers["x-session-affinity"] = options.session_id
     return ProviderRequest(
         url=f"{model.base_url.rstrip('/')}/v1/messages?beta=true",
         body=body,
