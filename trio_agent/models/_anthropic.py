@@ -323,6 +323,7 @@ def build_anthropic_body(
     options: StreamOptions,
     *,
     cache_retention: CacheRetention = "short",
+    transcript: Sequence[Message] | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
     """Build the request body and the beta flags (sent as the ``anthropic-beta`` header).
 
@@ -334,6 +335,8 @@ def build_anthropic_body(
             ``thinking_budgets`` are used here).
         cache_retention: ``"short"`` marks the system block, the last tool and the last
             user block with ``cache_control``; ``"none"`` sends no cache markers.
+        transcript: The transcript as given (before collapsing and transforming), from
+            which the input size is estimated; ``messages`` when omitted.
 
     Returns:
         ``(body, betas)``.
@@ -344,8 +347,9 @@ def build_anthropic_body(
     betas: list[str] = []
 
     # max_tokens is required by the API; 4096 stands in for a model that declares none.
+    estimated = messages if transcript is None else transcript
     max_tokens = clamp_max_tokens_to_context(
-        model, messages, options.max_tokens or model.max_tokens or 4096
+        model, estimated, options.max_tokens or model.max_tokens or 4096
     )
     # No requested level means no thinking; a requested one is clamped to what the model
     # supports (which may be "off").
@@ -364,7 +368,7 @@ def build_anthropic_body(
         max_tokens, budget = adjust_max_tokens_for_thinking(
             max_tokens, model.max_tokens or sys.maxsize, requested, options.thinking_budgets
         )
-        max_tokens = clamp_max_tokens_to_context(model, messages, max_tokens)
+        max_tokens = clamp_max_tokens_to_context(model, estimated, max_tokens)
         # The API rejects budgets below 1024 (upstream would send 0 for a full context).
         budget = max(MIN_THINKING_BUDGET, min(budget, max(0, max_tokens - 1024)))
         thinking = {"type": "enabled", "budget_tokens": budget, "display": "summarized"}
@@ -692,7 +696,11 @@ def build_anthropic_request(
         lambda tool_call_id, _model, _source: normalize_anthropic_tool_call_id(tool_call_id),
     )
     body, betas = build_anthropic_body(
-        model, messages, options, cache_retention=cache_retention(model)
+        model,
+        messages,
+        options,
+        cache_retention=cache_retention(model),
+        transcript=context.messages,
     )
     headers = {
         "anthropic-version": ANTHROPIC_VERSION,

@@ -402,7 +402,10 @@ def build_openai_completions_body(
         body["store"] = False
     max_tokens = options.max_tokens or model.max_tokens
     if max_tokens > 0:
-        body[compat.max_tokens_field] = clamp_max_tokens_to_context(model, messages, max_tokens)
+        # The input size is estimated from the transcript as given, as upstream does.
+        body[compat.max_tokens_field] = clamp_max_tokens_to_context(
+            model, context.messages, max_tokens
+        )
     if options.temperature is not None:
         body["temperature"] = options.temperature
     tools = _tools(model, messages, compat)

@@ -322,6 +322,7 @@ def build_responses_body(
     options: StreamOptions,
     *,
     cache_retention: Literal["none", "short", "long"] = "short",
+    transcript: Sequence[Message] | None = None,
 ) -> dict[str, Any]:
     """Build the request body.
 
@@ -333,6 +334,8 @@ def build_responses_body(
             ``session_id`` are used here).
         cache_retention: With ``"none"`` no ``prompt_cache_key`` is sent; ``"long"`` adds
             ``prompt_cache_retention: "24h"``.
+        transcript: The transcript as given (before collapsing and transforming), from
+            which the input size is estimated; ``messages`` when omitted.
     """
     body: dict[str, Any] = {
         "model": model.id,
@@ -349,7 +352,9 @@ def build_responses_body(
     if cache_retention == "long" and compat_value(model, "supportsLongCacheRetention") is not False:
         body["prompt_cache_retention"] = "24h"
     max_tokens = clamp_max_tokens_to_context(
-        model, messages, options.max_tokens or model.max_tokens
+        model,
+        messages if transcript is None else transcript,
+        options.max_tokens or model.max_tokens,
     )
     if max_tokens and compat_value(model, "supportsMaxOutputTokens") is not False:
         # The API rejects max_output_tokens below 16.
@@ -699,7 +704,9 @@ def build_responses_request(
         ),
     )
     retention = cache_retention(model)
-    body = build_responses_body(model, messages, options, cache_retention=retention)
+    body = build_responses_body(
+        model, messages, options, cache_retention=retention, transcript=context.messages
+    )
     headers: dict[str, str] = {}
     if options.session_id and retention != "none":
         if model.provider == "openrouter":
