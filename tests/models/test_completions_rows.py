@@ -7,7 +7,7 @@ from typing import Any
 import attrs
 import httpx
 import pytest
-from sse_server import SseServer, sse_response
+from sse_server import ScriptedResponse, SseServer, sse_response
 from test_openai_completions import chunk, collect, final, make_model, types
 
 from trio_agent import (
@@ -23,7 +23,11 @@ from trio_agent import (
     ToolResultMessage,
     UserMessage,
 )
-from trio_agent.models._openai_completions import build_openai_completions_body
+from trio_agent.models._http import HttpError
+from trio_agent.models._openai_completions import (
+    build_openai_completions_body,
+    format_openai_completions_error,
+)
 
 PRICES = ModelCost(input=3, output=15, cache_read=0.3, cache_write=3.75)
 
@@ -533,3 +537,47 @@ def test_servers_that_reject_null_content_next_to_tool_calls() -> None:
     strict = body_for(messages, compat={"requiresNonNullAssistantContent": True})["messages"][1]
     assert strict["content"] == ""
     assert strict["tool_calls"][0]["id"] == "call_1"
+
+
+# ---------------------------------------------------------------------------------------
+# U09 · U10 · HTTP error texts: raw bodies whole, error objects cut with "..."
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "expected"),
+    [
+        (
+            502,
+            "<html><body>Bad Gateway</body></html>\n",
+            "502 <html><body>Bad Gateway</body></html>\n",
+        ),
+        (
+            400,
+            'data: {"error":{"message":"sse bad"}}\n\n',
+            '400 data: {"error":{"message":"sse bad"}}\n\n',
+        ),
+        (400, "y" * 5000, "400 " + "y" * 5000),
+        (400, "[1,2]", "400 [1,2]"),
+        (400, "", "400 status code (no body)"),
+        (400, '{"error":{"message":"m","code":1}}', '400: {"message":"m","code":1}'),
+    ],
+)
+async def test_http_error_text(
+    sse_server: SseServer, http_client: httpx.AsyncClient, status: int, body: str, expected: str
+) -> None:
+    chunks = [body.encode()] if body else []
+    sse_server.enqueue(
+        ScriptedResponse(status=status, headers={"content-type": "text/plain"}, chunks=chunks)
+    )
+    events = await collect(http_client, make_model(sse_server.base_url))
+    assert types(events) == ["error"]
+    assert final(events).error_message == expected
+
+
+def test_a_long_error_object_is_cut_at_4000_characters() -> None:
+    detail = '{"message":"' + "z" * 5031 + '"}'
+    assert len(detail) == 5045
+    error = HttpError(status=400, headers={}, body='{"error":' + detail + "}")
+    assert format_openai_completions_error(error, make_model("http://x")) == (
+        f"400: {detail[:4000]}... [truncated 1045 chars]"
+    )

@@ -63,7 +63,6 @@ from ._http import (
     compat_value,
     parse_sse_json,
     stream_http,
-    truncate_body,
 )
 from ._strict_tools import strict_schema_for
 from ._transform import sanitize_surrogates, transform_messages
@@ -74,6 +73,7 @@ __all__ = [
     "build_openai_completions_body",
     "detect_compat",
     "format_openai_completions_error",
+    "openai_error_text",
     "normalize_openai_tool_call_id",
     "stream_openai_completions",
 ]
@@ -453,46 +453,52 @@ def _build_request(
 # Errors
 
 
-def format_openai_completions_error(error: HttpError, model: Model) -> str:
-    """Word an HTTP error like the OpenAI SDK plus upstream's body rule (reference §5.4).
+_ERROR_JSON_LIMIT = 4000
 
-    The SDK message is ``<status> <error.message>`` (or the raw text for a non-JSON body);
-    when it does not contain the body, the message is ``<status>: <body>`` where the body
-    is the JSON ``error`` object (compact). OpenRouter's ``error.metadata.raw`` follows on
-    a new line. Bodies are trimmed and truncated to 4000 characters.
+
+def openai_error_text(error: HttpError, *, object_status: bool = True) -> str:
+    """An HTTP error as upstream words it for the OpenAI APIs (before any API prefix).
+
+    A JSON body's ``error`` field (else the whole value), when it is a non-empty object,
+    gives ``<status>: <compact JSON>`` (without ``<status>: `` when ``object_status`` is
+    false), cut at 4000 characters with
+    ``... [truncated N chars]``. Otherwise the OpenAI SDK's message: ``<status> <compact
+    JSON>`` for other JSON, ``<status> <body as received>`` for a body that is not JSON,
+    ``<status> status code (no body)`` for an empty body. JSON is re-encoded, so escaped
+    forms of a secret come out plain, where redaction finds them.
     """
-    text = error.body.strip()
-    status = error.status
+    body = error.body
+    if not body:
+        return f"{error.status} status code (no body)"
     try:
-        parsed = json.loads(text) if text else None
+        parsed = json.loads(body)
+    except ValueError:
+        return f"{error.status} {body}"
+    detail = parsed
+    if isinstance(parsed, dict) and parsed.get("error") is not None:
+        detail = parsed["error"]
+    text = compact_json(detail)
+    if not (isinstance(detail, dict) and detail):
+        return f"{error.status} {text}"
+    if len(text) > _ERROR_JSON_LIMIT:
+        cut = len(text) - _ERROR_JSON_LIMIT
+        text = f"{text[:_ERROR_JSON_LIMIT]}... [truncated {cut} chars]"
+    return f"{error.status}: {text}" if object_status else text
+
+
+def format_openai_completions_error(error: HttpError, model: Model) -> str:
+    """Word an HTTP error as upstream does (:func:`openai_error_text`); OpenRouter's
+    ``error.metadata.raw`` follows on a new line."""
+    message = openai_error_text(error)
+    try:
+        parsed = json.loads(error.body) if error.body else None
     except ValueError:
         parsed = None
-    detail_text: str | None = None  # what the SDK puts after the status
-    body = ""  # what upstream appends when the SDK message lacks it
-    raw: str | None = None
-    if isinstance(parsed, dict) and "error" in parsed:
-        detail = parsed["error"]
-        if isinstance(detail, dict) and isinstance(detail.get("message"), str):
-            detail_text = detail["message"]
-        else:
-            detail_text = compact_json(detail)
-        body = compact_json(detail)
-        metadata = detail.get("metadata") if isinstance(detail, dict) else None
-        if isinstance(metadata, dict) and isinstance(metadata.get("raw"), str):
-            raw = metadata["raw"]
-    elif parsed is not None:
-        body = compact_json(parsed)
-    elif text:
-        detail_text = body = text
-    sdk = f"{status} {detail_text}" if detail_text else f"{status} status code (no body)"
-    if body and body not in sdk:
-        message = f"{status}: {truncate_body(body)}"
-    elif detail_text:
-        message = f"{status} {truncate_body(detail_text)}"
-    else:
-        message = sdk
-    if raw:
-        message += "\n" + truncate_body(raw)
+    detail = parsed.get("error") if isinstance(parsed, dict) else None
+    metadata = detail.get("metadata") if isinstance(detail, dict) else None
+    raw = metadata.get("raw") if isinstance(metadata, dict) else None
+    if isinstance(raw, str) and raw:
+        message += "\n" + raw
     return message
 
 

@@ -45,6 +45,7 @@ from ._http import (
     parse_sse_json,
     stream_http,
 )
+from ._openai_completions import openai_error_text
 from ._strict_tools import strict_schema_for
 from ._transform import sanitize_surrogates, transform_messages
 
@@ -722,37 +723,12 @@ def build_responses_request(
     )
 
 
-_ERROR_JSON_LIMIT = 4000
-
-
 def format_responses_http_error(error: HttpError, model: Model) -> str:
-    """``<Provider> API error (<status>): <detail>`` (``OpenAI`` for provider ``openai``).
-
-    The detail follows the OpenAI SDK as upstream uses it: a JSON body's ``error`` field
-    (else the whole value) as compact JSON when it is a non-empty object, cut at 4000
-    characters with ``... [truncated N chars]``; otherwise ``<status> <compact JSON>``,
-    ``<status> <body as received>`` for a body that is not JSON, or
-    ``<status> status code (no body)``. JSON is re-encoded, so an escaped secret (``\\/``,
-    ``\\uXXXX``) comes out in the plain form that redaction recognizes.
-    """
-    prefix = f"{_provider_label(model)} API error ({error.status}): "
-    body = error.body
-    if not body:
-        return f"{prefix}{error.status} status code (no body)"
-    try:
-        parsed = json.loads(body)
-    except ValueError:
-        return f"{prefix}{error.status} {body}"
-    detail = parsed
-    if isinstance(parsed, dict) and parsed.get("error") is not None:
-        detail = parsed["error"]
-    text = compact_json(detail)
-    if isinstance(detail, dict) and detail:
-        if len(text) > _ERROR_JSON_LIMIT:
-            cut = len(text) - _ERROR_JSON_LIMIT
-            text = f"{text[:_ERROR_JSON_LIMIT]}... [truncated {cut} chars]"
-        return prefix + text
-    return f"{prefix}{error.status} {text}"
+    """``<Provider> API error (<status>): <text>`` (``OpenAI`` for provider ``openai``), the
+    text worded as :func:`~._openai_completions.openai_error_text` does (an error object
+    without a second status)."""
+    text = openai_error_text(error, object_status=False)
+    return f"{_provider_label(model)} API error ({error.status}): {text}"
 
 
 OPENAI_RESPONSES = HttpApi(
