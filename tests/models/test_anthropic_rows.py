@@ -591,3 +591,38 @@ def test_session_affinity_headers() -> None:
     assert "x-session-id" not in plain
     assert "x-session-affinity" not in plain
     assert "x-session-id" not in headers_for(make_model(provider="openrouter"), None)
+
+
+OK_STREAM = [message_start(), *text_frames("ok"), message_delta("end_turn"), MESSAGE_STOP]
+
+
+@pytest.mark.parametrize(
+    ("model_headers", "option_headers", "sent"),
+    [
+        ({"anthropic-beta": "foo-1, bar-2,foo-1"}, None, "foo-1,bar-2"),
+        ({"Anthropic-Beta": "a"}, {"ANTHROPIC-BETA": " b ,, c,b"}, "b,c"),
+        (None, {"anthropic-beta": "x-1"}, "x-1"),
+        ({"anthropic-beta": "a"}, {"anthropic-beta": None}, None),
+        ({"anthropic-beta": " , "}, None, None),
+    ],
+)
+async def test_a_caller_beta_header_replaces_the_generated_one(
+    sse_server: SseServer,
+    http_client: httpx.AsyncClient,
+    model_headers: dict[str, str] | None,
+    option_headers: dict[str, str | None] | None,
+    sent: str | None,
+) -> None:
+    sse_server.enqueue(sse_response(OK_STREAM))
+    model = server_model(
+        sse_server,
+        headers=model_headers,
+        reasoning=True,
+        compat={"supportsEagerToolInputStreaming": False},
+    )
+    events = await collect(
+        model, http_client, conversation(HI, tools=[TOOL]), headers=option_headers, reasoning="low"
+    )
+    assert isinstance(events[-1], DoneEvent)
+    (request,) = sse_server.requests
+    assert request.headers.get("anthropic-beta") == sent

@@ -14,6 +14,8 @@ import sys
 from collections.abc import AsyncGenerator, Iterator, Sequence
 from typing import Any, Literal
 
+import attrs
+
 from .._events import AssistantMessageEvent
 from .._messages import (
     AssistantMessage,
@@ -752,6 +754,26 @@ ANTHROPIC_MESSAGES = HttpApi(
 """The ``anthropic-messages`` wire API for :func:`~._http.stream_http`."""
 
 
+def _with_normalized_beta(model: Model, options: StreamOptions) -> StreamOptions:
+    # A caller's anthropic-beta (model headers, then option headers: the later wins)
+    # replaces the generated one, normalized; it goes into the option headers, the last
+    # layer merged.
+    value: str | None = None
+    for layer in (model.headers, options.headers):
+        for name, header in (layer or {}).items():
+            if name.lower() == "anthropic-beta":
+                value = header
+    if value is None:
+        return options
+    headers: dict[str, str | None] = {
+        name: header
+        for name, header in (options.headers or {}).items()
+        if name.lower() != "anthropic-beta"
+    }
+    headers["anthropic-beta"] = normalize_anthropic_beta(value) or None
+    return attrs.evolve(options, headers=headers)
+
+
 def stream_anthropic(
     model: Model, context: LlmContext, options: StreamOptions, env: HttpEnv
 ) -> AsyncGenerator[AssistantMessageEvent, None]:
@@ -762,4 +784,6 @@ def stream_anthropic(
     the terminal event, never raised. Cancelling the consumer's scope raises
     ``trio.Cancelled`` out of the iteration and closes the HTTP response.
     """
-    return stream_http(ANTHROPIC_MESSAGES, model, context, options, env)
+    return stream_http(
+        ANTHROPIC_MESSAGES, model, context, _with_normalized_beta(model, options), env
+    )
