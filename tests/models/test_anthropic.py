@@ -356,7 +356,7 @@ def test_tool_results_grouped_with_error_images_moved() -> None:
             {
                 "type": "tool_result",
                 "tool_use_id": "call_with_odd_chars",
-                "content": "failed",
+                "content": "failed\n(image attached after the tool results)",
                 "is_error": True,
             },
             {
@@ -408,7 +408,7 @@ def test_orphaned_tool_call_gets_synthetic_result() -> None:
             '{"error": {"type": "invalid_request_error", "message": "bad"}}',
             '400 {"error":{"type":"invalid_request_error","message":"bad"}}',
         ),
-        ("plain failure\n", "400 plain failure"),
+        ("plain failure\n", "400 plain failure\n"),
         ("", "400 status code (no body)"),
     ],
 )
@@ -758,7 +758,7 @@ async def test_provider_error_event_uses_raw_data(
             "Anthropic stream ended without a stop reason",
             id="no-stop-reason",
         ),
-        pytest.param([], "Anthropic stream ended before message_stop", id="empty"),
+        pytest.param([], "Anthropic stream ended without a stop reason", id="empty"),
         pytest.param(
             [message_start(), message_delta("refusal"), MESSAGE_STOP],
             "The model refused to complete the request",

@@ -35,6 +35,7 @@ from trio_agent.models._http import HttpEnv, HttpError
 from trio_agent.models._openai_responses import (
     build_responses_request,
     format_responses_http_error,
+    short_hash,
     stream_openai_responses,
 )
 
@@ -202,6 +203,7 @@ def test_body_shape_with_replay() -> None:
                 "name": "get_weather",
                 "description": "Weather for a city",
                 "parameters": WEATHER.parameters,
+                "strict": False,
             }
         ],
         "reasoning": {"effort": "high", "summary": "auto"},
@@ -254,7 +256,13 @@ def test_tool_results_images_and_foreign_tool_calls() -> None:
     ]
     body = request_body(model, messages)
     assert body["input"][1:] == [
-        {"type": "function_call", "call_id": "call_a", "name": "shot", "arguments": "{}"},
+        {
+            "type": "function_call",
+            "id": f"fc_{short_hash('fc_a')}",
+            "call_id": "call_a",
+            "name": "shot",
+            "arguments": "{}",
+        },
         {"type": "function_call", "call_id": "toolu_weird", "name": "shot", "arguments": '{"x":1}'},
         {
             "type": "function_call_output",
@@ -289,10 +297,10 @@ def test_tool_results_images_and_foreign_tool_calls() -> None:
 def test_http_error_wording() -> None:
     error = HttpError(status=401, headers={}, body='  {"error":{"message":"bad key"}}\n')
     assert format_responses_http_error(error, make_model()) == (
-        'OpenAI API error (401): {"error":{"message":"bad key"}}'
+        'OpenAI API error (401): {"message":"bad key"}'
     )
     assert format_responses_http_error(error, make_model(provider="myhost")) == (
-        'myhost API error (401): {"error":{"message":"bad key"}}'
+        'myhost API error (401): {"message":"bad key"}'
     )
 
 
@@ -599,9 +607,7 @@ async def test_http_error(sse_server: SseServer, http_client: httpx.AsyncClient)
     sse_server.enqueue(error_response(401, {"error": {"message": "bad key"}}))
     events = await collect(server_model(sse_server), http_client)
     assert types(events) == ["error"]
-    assert final_error(events).error_message == (
-        'OpenAI API error (401): {"error": {"message": "bad key"}}'
-    )
+    assert final_error(events).error_message == ('OpenAI API error (401): {"message":"bad key"}')
 
 
 @pytest.mark.parametrize(
@@ -609,7 +615,7 @@ async def test_http_error(sse_server: SseServer, http_client: httpx.AsyncClient)
     [
         pytest.param(
             [CREATED, ev("error", code="rate_limit_exceeded", message="Slow down")],
-            "Error Code rate_limit_exceeded: Slow down",
+            "Slow down",
             id="error-event",
         ),
         pytest.param(
@@ -646,11 +652,6 @@ async def test_http_error(sse_server: SseServer, http_client: httpx.AsyncClient)
             [CREATED, *message_frames(0, "x")],
             "OpenAI Responses stream ended before a terminal response event",
             id="no-terminal",
-        ),
-        pytest.param(
-            [CREATED, completed("in_progress")],
-            "OpenAI Responses stream ended without a stop reason",
-            id="no-stop-reason",
         ),
         pytest.param(
             [
@@ -717,7 +718,7 @@ async def test_retry_delay_cap(sse_server: SseServer, autojump_clock: trio.abc.C
     async with httpx.AsyncClient(timeout=None) as client:
         events = await collect(server_model(sse_server), client, max_retries=3)
     assert final_error(events).error_message == (
-        "Server requested 120s retry delay (max: 60s). OpenAI API error (429): slow down"
+        "Server requested 120s retry delay (max: 60s). OpenAI API error (429): 429 slow down"
     )
 
 

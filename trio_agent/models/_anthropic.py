@@ -8,12 +8,13 @@ knows the Anthropic wire shapes.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 import sys
 from collections.abc import AsyncGenerator, Iterator, Sequence
 from typing import Any, Literal
+
+import attrs
 
 from .._events import AssistantMessageEvent
 from .._messages import (
@@ -37,6 +38,8 @@ from ._cost import (
     calculate_cost,
     clamp_max_tokens_to_context,
     clamp_thinking_level,
+    provider_billed_total,
+    with_billed_total,
 )
 from ._http import (
     CacheRetention,
@@ -49,10 +52,9 @@ from ._http import (
     cache_retention,
     compact_json,
     compat_value,
-    parse_sse_json,
     stream_http,
-    truncate_body,
 )
+from ._strict_tools import strict_schema_for
 from ._transform import sanitize_surrogates, transform_messages
 
 __all__ = [
@@ -64,6 +66,7 @@ __all__ = [
     "convert_anthropic_messages",
     "convert_anthropic_tools",
     "format_anthropic_http_error",
+    "normalize_anthropic_beta",
     "normalize_anthropic_tool_call_id",
     "stream_anthropic",
 ]
@@ -71,7 +74,10 @@ __all__ = [
 ANTHROPIC_VERSION = "2023-06-01"
 INTERLEAVED_THINKING_BETA = "interleaved-thinking-2025-05-14"
 FINE_GRAINED_TOOL_STREAMING_BETA = "fine-grained-tool-streaming-2025-05-14"
+MIN_THINKING_BUDGET = 1024
+"""The smallest ``budget_tokens`` sent (the API's minimum)."""
 REDACTED_THINKING_TEXT = "[Reasoning redacted]"
+_IMAGE_MOVED = "(image attached after the tool results)"
 
 
 _INVALID_ID_CHARS = re.compile(r"[^A-Za-z0-9_-]")
@@ -86,10 +92,21 @@ def normalize_anthropic_tool_call_id(tool_call_id: str) -> str:
     return _INVALID_ID_CHARS.sub("_", tool_call_id)[:64]
 
 
-def _cache_control(retention: CacheRetention) -> dict[str, Any] | None:
+def normalize_anthropic_beta(value: str) -> str:
+    """A caller's ``anthropic-beta`` value as upstream sends it: split on commas, trimmed,
+    blanks dropped, duplicates dropped (the first kept), joined with ``,``."""
+    flags: list[str] = []
+    for flag in value.split(","):
+        flag = flag.strip()
+        if flag and flag not in flags:
+            flags.append(flag)
+    return ",".join(flags)
+
+
+def _cache_control(retention: CacheRetention, model: Model) -> dict[str, Any] | None:
     if retention == "none":
         return None
-    if retention == "long":
+    if retention == "long" and compat_value(model, "supportsLongCacheRetention") is not False:
         return {"type": "ephemeral", "ttl": "1h"}
     return {"type": "ephemeral"}
 
@@ -125,7 +142,7 @@ def _assistant_content(message: AssistantMessage, model: Model) -> list[dict[str
         elif isinstance(block, ThinkingContent):
             if block.redacted:
                 blocks.append({"type": "redacted_thinking", "data": block.thinking_signature or ""})
-            elif block.thinking_signature:
+            elif block.thinking_signature and block.thinking_signature.strip():
                 blocks.append(
                     {
                         "type": "thinking",
@@ -175,7 +192,14 @@ def _tool_result_blocks(
         if not images:
             content = "\n".join(texts)
         elif result.is_error:
-            content = "\n".join(texts) or "(see attached image)"
+            # Each run of images leaves a note where it was.
+            pieces: list[str] = []
+            for block in result.content:
+                if isinstance(block, TextContent):
+                    pieces.append(sanitize_surrogates(block.text))
+                elif not pieces or pieces[-1] != _IMAGE_MOVED:
+                    pieces.append(_IMAGE_MOVED)
+            content = "\n".join(pieces)
             moved.append(
                 {
                     "type": "text",
@@ -253,9 +277,13 @@ def _eager_input_streaming(model: Model) -> bool:
 
 
 def convert_anthropic_tools(tools: Sequence[ToolDeclaration], model: Model) -> list[dict[str, Any]]:
-    """Convert tool declarations to Anthropic ``tools`` entries."""
+    """Convert tool declarations to Anthropic ``tools`` entries.
+
+    With ``compat.supportsStrictTools`` a tool asking for JSON-schema constrained sampling
+    gets ``strict: true`` and its schema in strict form (see :mod:`._strict_tools`).
+    """
     eager = _eager_input_streaming(model)
-    strict = bool(compat_value(model, "supportsStrictTools", False))
+    supported = compat_value(model, "supportsStrictTools", False) is True
     converted: list[dict[str, Any]] = []
     for tool in tools:
         entry: dict[str, Any] = {
@@ -264,8 +292,9 @@ def convert_anthropic_tools(tools: Sequence[ToolDeclaration], model: Model) -> l
         }
         if eager:
             entry["eager_input_streaming"] = True
-        entry["input_schema"] = _input_schema(tool.parameters)
-        if strict:
+        strict_schema = strict_schema_for(tool, supported=supported, provider=model.provider)
+        entry["input_schema"] = _input_schema(strict_schema or tool.parameters)
+        if strict_schema is not None:
             entry["strict"] = True
         converted.append(entry)
     return converted
@@ -296,6 +325,7 @@ def build_anthropic_body(
     options: StreamOptions,
     *,
     cache_retention: CacheRetention = "short",
+    transcript: Sequence[Message] | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
     """Build the request body and the beta flags (sent as the ``anthropic-beta`` header).
 
@@ -307,18 +337,21 @@ def build_anthropic_body(
             ``thinking_budgets`` are used here).
         cache_retention: ``"short"`` marks the system block, the last tool and the last
             user block with ``cache_control``; ``"none"`` sends no cache markers.
+        transcript: The transcript as given (before collapsing and transforming), from
+            which the input size is estimated; ``messages`` when omitted.
 
     Returns:
         ``(body, betas)``.
     """
-    cache = _cache_control(cache_retention)
+    cache = _cache_control(cache_retention, model)
     system = messages[0] if messages and isinstance(messages[0], SystemMessage) else None
     rest = messages[1:] if system is not None else messages
     betas: list[str] = []
 
     # max_tokens is required by the API; 4096 stands in for a model that declares none.
+    estimated = messages if transcript is None else transcript
     max_tokens = clamp_max_tokens_to_context(
-        model, messages, options.max_tokens or model.max_tokens or 4096
+        model, estimated, options.max_tokens or model.max_tokens or 4096
     )
     # No requested level means no thinking; a requested one is clamped to what the model
     # supports (which may be "off").
@@ -333,11 +366,13 @@ def build_anthropic_body(
         thinking = {"type": "adaptive", "display": "summarized"}
         output_config = {"effort": _adaptive_effort(model, level)}
     else:
+        # The budget follows the requested level, as upstream does (not the clamped one).
         max_tokens, budget = adjust_max_tokens_for_thinking(
-            max_tokens, model.max_tokens or sys.maxsize, level, options.thinking_budgets
+            max_tokens, model.max_tokens or sys.maxsize, requested, options.thinking_budgets
         )
-        max_tokens = clamp_max_tokens_to_context(model, messages, max_tokens)
-        budget = min(budget, max(0, max_tokens - 1024))
+        max_tokens = clamp_max_tokens_to_context(model, estimated, max_tokens)
+        # The API rejects budgets below 1024 (upstream would send 0 for a full context).
+        budget = max(MIN_THINKING_BUDGET, min(budget, max(0, max_tokens - 1024)))
         thinking = {"type": "enabled", "budget_tokens": budget, "display": "summarized"}
         betas.append(INTERLEAVED_THINKING_BETA)
 
@@ -364,7 +399,7 @@ def build_anthropic_body(
     tools = list(system.tools_added or ()) if system is not None else []
     if tools:
         converted_tools = convert_anthropic_tools(tools, model)
-        if cache is not None:
+        if cache is not None and compat_value(model, "supportsCacheControlOnTools") is not False:
             converted_tools[-1]["cache_control"] = cache
         body["tools"] = converted_tools
         if not _eager_input_streaming(model):
@@ -373,7 +408,11 @@ def build_anthropic_body(
         body["thinking"] = thinking
     if output_config is not None:
         body["output_config"] = output_config
-    if options.temperature is not None and not thinking_enabled:
+    if (
+        options.temperature is not None
+        and not thinking_enabled
+        and compat_value(model, "supportsTemperature") is not False
+    ):
         body["temperature"] = options.temperature
     return body, betas
 
@@ -432,6 +471,9 @@ class AnthropicEventMapper:
         self._stop_error: str | None = None
         self._tokens = {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0}
         self._reasoning: int | None = None
+        self._cache_write_1h = 0
+        self._billed: float | None = None
+        self._started = False
 
     def parse(self, sse: SseEvent) -> Any:
         """The event's JSON (with its ``type``); an ``error`` event keeps its raw data.
@@ -447,7 +489,17 @@ class AnthropicEventMapper:
             except ValueError:
                 return {"type": "error", "data": sse.data}
         if sse.event == "message" or sse.event in _HANDLED_EVENTS:
-            payload = parse_sse_json(sse.data)
+            try:
+                payload = json.loads(sse.data)
+            except ValueError as exc:
+                raw = "\\n".join(
+                    ([] if sse.event == "message" else [f"event: {sse.event}"])
+                    + [f"data: {line}" for line in sse.data.split("\n")]
+                )
+                raise ProviderStreamError(
+                    f"Could not parse Anthropic SSE event {sse.event}: {exc}; "
+                    f"data={sse.data}; raw={raw}"
+                ) from exc
         else:
             # ping and future event kinds reach on_provider_stream_event but are not mapped;
             # data that is not JSON there is no reason to fail the stream.
@@ -484,6 +536,8 @@ class AnthropicEventMapper:
                 reason, or the stop reason is an error (refusal, unknown reason, ...).
         """
         if not self.finished:
+            if not self._started:
+                raise ProviderStreamError("Anthropic stream ended without a stop reason")
             raise ProviderStreamError("Anthropic stream ended before message_stop")
         if self._stop_error is not None:
             raise ProviderStreamError(self._stop_error)
@@ -494,6 +548,7 @@ class AnthropicEventMapper:
     # -- handlers ---------------------------------------------------------------------
 
     def _on_message_start(self, payload: dict[str, Any]) -> list[AssistantMessageEvent]:
+        self._started = True
         message = payload.get("message") or {}
         builder = self._builder
         if message.get("id"):
@@ -536,6 +591,12 @@ class AnthropicEventMapper:
             index, event = builder.start_thinking(
                 REDACTED_THINKING_TEXT, signature=block.get("data") or "", redacted=True
             )
+        elif kind == "fallback":
+            if builder.content:
+                raise ProviderStreamError(
+                    "Anthropic performed an unsupported mid-output model fallback"
+                )
+            return []
         elif kind == "tool_use":
             arguments = block.get("input")
             index, event = builder.start_tool_call(
@@ -590,10 +651,20 @@ class AnthropicEventMapper:
         if isinstance(details, dict) and details.get("thinking_tokens") is not None:
             self._reasoning = int(details["thinking_tokens"])
             changed = True
+        creation = usage.get("cache_creation")
+        if isinstance(creation, dict):
+            long_writes = creation.get("ephemeral_1h_input_tokens")
+            if isinstance(long_writes, int | float) and not isinstance(long_writes, bool):
+                self._cache_write_1h = int(long_writes)
+                changed = True
+        billed = provider_billed_total(self._model, usage)
+        if billed is not None:
+            self._billed = billed
+            changed = True
         if changed:
             tokens = self._tokens
             total = sum(tokens.values())
-            self._builder.usage = calculate_cost(
+            usage_now = calculate_cost(
                 self._model,
                 Usage(
                     input=tokens["input"],
@@ -603,7 +674,9 @@ class AnthropicEventMapper:
                     total_tokens=total,
                     reasoning=self._reasoning,
                 ),
+                cache_write_1h=self._cache_write_1h,
             )
+            self._builder.usage = with_billed_total(usage_now, self._billed)
 
 
 # ---------------------------------------------------------------------------------------
@@ -625,7 +698,11 @@ def build_anthropic_request(
         lambda tool_call_id, _model, _source: normalize_anthropic_tool_call_id(tool_call_id),
     )
     body, betas = build_anthropic_body(
-        model, messages, options, cache_retention=cache_retention(model)
+        model,
+        messages,
+        options,
+        cache_retention=cache_retention(model),
+        transcript=context.messages,
     )
     headers = {
         "anthropic-version": ANTHROPIC_VERSION,
@@ -633,7 +710,14 @@ def build_anthropic_request(
         "accept": "application/json",
     }
     if betas:
-        headers["anthropic-beta"] = ",".join(betas)
+        order = (FINE_GRAINED_TOOL_STREAMING_BETA, INTERLEAVED_THINKING_BETA)
+        headers["anthropic-beta"] = ",".join(sorted(betas, key=order.index))
+    # U62: session affinity for routers that honour it.
+    if options.session_id:
+        if model.provider == "openrouter":
+            headers["x-session-id"] = options.session_id
+        if compat_value(model, "sendSessionAffinityHeaders") is True:
+            headers["x-session-affinity"] = options.session_id
     return ProviderRequest(
         url=f"{model.base_url.rstrip('/')}/v1/messages?beta=true",
         body=body,
@@ -643,13 +727,22 @@ def build_anthropic_request(
 
 
 def format_anthropic_http_error(error: HttpError, model: Model) -> str:
-    """``<status> <body>`` as Anthropic's SDK words it (a JSON body re-encoded compactly)."""
-    body = error.body.strip()
+    """``<status> <detail>`` as Anthropic's SDK words it.
+
+    The detail is a JSON body's top-level string ``message``, else the whole body as
+    compact JSON (never cut), else the body as received; ``status code (no body)`` for
+    an empty body.
+    """
+    body = error.body
     if not body:
         return f"{error.status} status code (no body)"
-    with contextlib.suppress(ValueError):  # a non-JSON body is quoted as it is
-        body = compact_json(json.loads(body))
-    return f"{error.status} {truncate_body(body)}"
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        return f"{error.status} {body}"
+    if isinstance(parsed, dict) and isinstance(parsed.get("message"), str):
+        return f"{error.status} {parsed['message']}"
+    return f"{error.status} {compact_json(parsed)}"
 
 
 ANTHROPIC_MESSAGES = HttpApi(
@@ -659,6 +752,26 @@ ANTHROPIC_MESSAGES = HttpApi(
     auth_header_names=("authorization", "x-api-key", "cf-aig-authorization"),
 )
 """The ``anthropic-messages`` wire API for :func:`~._http.stream_http`."""
+
+
+def _with_normalized_beta(model: Model, options: StreamOptions) -> StreamOptions:
+    # A caller's anthropic-beta (model headers, then option headers: the later wins)
+    # replaces the generated one, normalized; it goes into the option headers, the last
+    # layer merged.
+    value: str | None = None
+    for layer in (model.headers, options.headers):
+        for name, header in (layer or {}).items():
+            if name.lower() == "anthropic-beta":
+                value = header
+    if value is None:
+        return options
+    headers: dict[str, str | None] = {
+        name: header
+        for name, header in (options.headers or {}).items()
+        if name.lower() != "anthropic-beta"
+    }
+    headers["anthropic-beta"] = normalize_anthropic_beta(value) or None
+    return attrs.evolve(options, headers=headers)
 
 
 def stream_anthropic(
@@ -671,4 +784,6 @@ def stream_anthropic(
     the terminal event, never raised. Cancelling the consumer's scope raises
     ``trio.Cancelled`` out of the iteration and closes the HTTP response.
     """
-    return stream_http(ANTHROPIC_MESSAGES, model, context, options, env)
+    return stream_http(
+        ANTHROPIC_MESSAGES, model, context, _with_normalized_beta(model, options), env
+    )

@@ -25,6 +25,8 @@ from .._messages import (
     Usage,
     UserMessage,
 )
+from .._serialization import to_json
+from .._transcript import get_system_message_text
 
 __all__ = [
     "DEFAULT_THINKING_BUDGETS",
@@ -35,6 +37,9 @@ __all__ = [
     "clamp_thinking_level",
     "estimate_context_tokens",
     "get_supported_thinking_levels",
+    "is_openrouter",
+    "provider_billed_total",
+    "with_billed_total",
 ]
 
 THINKING_LEVELS: Final[tuple[ThinkingLevel, ...]] = (
@@ -57,21 +62,76 @@ DEFAULT_THINKING_BUDGETS: Final[Mapping[str, int]] = {
 """Thinking-token budgets per level for budget-based APIs (``xhigh``/``max`` use ``high``)."""
 
 
-def calculate_cost(model: Model, usage: Usage) -> Usage:
+def calculate_cost(model: Model, usage: Usage, *, cache_write_1h: int = 0) -> Usage:
     """Return ``usage`` with its cost computed from ``model.cost`` (USD per million tokens).
 
     Each of ``input``, ``output``, ``cache_read`` and ``cache_write`` is priced at its
-    rate; ``total`` is their sum.
+    rate; ``total`` is their sum. ``cache_write_1h`` of the cache-write tokens were written
+    with the one-hour retention: they cost twice the input rate instead.
     """
     rates = model.cost
+    long_writes = min(max(cache_write_1h, 0), usage.cache_write)
     cost = Cost(
         input=rates.input / 1e6 * usage.input,
         output=rates.output / 1e6 * usage.output,
         cache_read=rates.cache_read / 1e6 * usage.cache_read,
-        cache_write=rates.cache_write / 1e6 * usage.cache_write,
+        cache_write=(
+            rates.cache_write / 1e6 * (usage.cache_write - long_writes)
+            + rates.input * 2 / 1e6 * long_writes
+        ),
     )
     total = cost.input + cost.output + cost.cache_read + cost.cache_write
     return attrs.evolve(usage, cost=attrs.evolve(cost, total=total))
+
+
+def is_openrouter(model: Model) -> bool:
+    """Whether ``model`` is served by OpenRouter (its provider, or an ``openrouter.ai`` URL)."""
+    return model.provider == "openrouter" or "openrouter.ai" in model.base_url
+
+
+def _finite_cost(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if not math.isfinite(value) or value < 0:
+        return None
+    return float(value)
+
+
+def provider_billed_total(model: Model, usage: Mapping[str, object]) -> float | None:
+    """The total an OpenRouter usage object reports as billed, else ``None``.
+
+    Only for an OpenRouter model (see :func:`is_openrouter`) whose usage has a finite
+    ``cost`` of at least 0 and a boolean ``is_byok``: without BYOK the total is ``cost``;
+    with it, ``cost`` plus ``cost_details.upstream_inference_cost`` (else plus the
+    prompt and completion upstream costs, when both are valid).
+    """
+    if not is_openrouter(model):
+        return None
+    cost = _finite_cost(usage.get("cost"))
+    byok = usage.get("is_byok")
+    if cost is None or not isinstance(byok, bool):
+        return None
+    if not byok:
+        return cost
+    details = usage.get("cost_details")
+    if not isinstance(details, Mapping):
+        return None
+    upstream = details.get("upstream_inference_cost")
+    if upstream is not None:
+        value = _finite_cost(upstream)
+        return None if value is None else cost + value
+    prompt = _finite_cost(details.get("upstream_inference_prompt_cost"))
+    completion = _finite_cost(details.get("upstream_inference_completions_cost"))
+    if prompt is None or completion is None:
+        return None
+    return cost + prompt + completion
+
+
+def with_billed_total(usage: Usage, total: float | None) -> Usage:
+    """``usage`` with ``cost.total`` replaced by ``total`` (unchanged for ``None``)."""
+    if total is None:
+        return usage
+    return attrs.evolve(usage, cost=attrs.evolve(usage.cost, total=total))
 
 
 def get_supported_thinking_levels(model: Model) -> list[ThinkingLevel]:
@@ -143,52 +203,90 @@ _IMAGE_CHARS = 4800
 _CHARS_PER_TOKEN = 3.5
 
 
-def _message_chars(message: Message) -> int:
+def _js_length(text: str) -> int:
+    # JavaScript string length: UTF-16 code units.
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def _tokens(chars: int) -> int:
+    return math.ceil(chars / _CHARS_PER_TOKEN)
+
+
+def _json_tokens(value: object) -> int:
+    # The wire form (camelCase keys), as upstream stringifies it.
+    return _tokens(_js_length(to_json(value)))
+
+
+def _message_tokens(message: Message) -> int:
     if isinstance(message, SystemMessage):
-        text = message.content if isinstance(message.content, str) else ""
-        if not isinstance(message.content, str):
-            text = "\n".join(block.text for block in message.content)
-        chars = len(text) + sum(len(v) for v in (message.sections or {}).values() if v)
-        for tool in message.tools_added or []:
-            chars += len(tool.name) + len(tool.description) + len(json.dumps(tool.parameters))
-        return chars
+        tokens = _tokens(_js_length(get_system_message_text(message)))
+        if message.tools_added is not None:
+            tokens += _json_tokens(message.tools_added)
+        if message.tools_removed is not None:
+            tokens += _json_tokens(message.tools_removed)
+        return tokens
     if isinstance(message, UserMessage | ToolResultMessage):
         if isinstance(message.content, str):
-            return len(message.content)
-        return sum(
-            _IMAGE_CHARS if isinstance(block, ImageContent) else len(block.text)
-            for block in message.content
+            return _tokens(_js_length(message.content))
+        return _tokens(
+            sum(
+                _IMAGE_CHARS if isinstance(block, ImageContent) else _js_length(block.text)
+                for block in message.content
+            )
         )
     if isinstance(message, AssistantMessage):
-        total = 0
+        chars = 0
         for block in message.content:
             if isinstance(block, TextContent):
-                total += len(block.text)
+                chars += _js_length(block.text)
             elif isinstance(block, ThinkingContent):
-                total += len(block.thinking)
+                chars += _js_length(block.thinking)
             elif isinstance(block, ToolCall):
-                total += len(block.name) + len(json.dumps(block.arguments))
-        return total
+                chars += _js_length(block.name) + _js_length(_compact(block.arguments))
+        return _tokens(chars)
     return 0  # pragma: no cover - every Message variant is handled above
 
 
-def estimate_context_tokens(messages: Sequence[Message]) -> int:
-    """Rough input-token count of a transcript.
+def _compact(value: object) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
-    The ``total_tokens`` of the last successful assistant response with usage, plus
-    characters / 3.5 of the messages after it (an image counts as 4800 characters); or
-    characters / 3.5 of everything when no response has usage.
+
+def _usage_total(usage: Usage) -> int:
+    if usage.total_tokens:
+        return usage.total_tokens
+    return usage.input + usage.output + usage.cache_read + usage.cache_write
+
+
+def estimate_context_tokens(messages: Sequence[Message]) -> int:
+    """Rough input-token count of a transcript, as upstream estimates it.
+
+    Every message counts ceil(characters / 3.5) on its own (JavaScript string lengths;
+    an image counts 4800 characters; a system message adds the same for the compact JSON
+    of its added and removed tools; an assistant message counts its text, thinking, and
+    each tool call's name and compact JSON arguments). The last assistant response that
+    did not fail, has a usage total (``total_tokens``, else the sum of the counts) above 0
+    and is not older than any earlier message replaces everything up to itself with that
+    total.
     """
-    for index in range(len(messages) - 1, -1, -1):
-        message = messages[index]
+    anchor = -1
+    newest = None
+    for index, message in enumerate(messages):
+        stamp = getattr(message, "timestamp", None)
         if (
             isinstance(message, AssistantMessage)
             and message.stop_reason not in ("error", "aborted")
-            and message.usage.total_tokens > 0
+            and _usage_total(message.usage) > 0
+            and (newest is None or stamp is None or stamp >= newest)
         ):
-            later = sum(_message_chars(m) for m in messages[index + 1 :])
-            return message.usage.total_tokens + math.ceil(later / _CHARS_PER_TOKEN)
-    return math.ceil(sum(_message_chars(m) for m in messages) / _CHARS_PER_TOKEN)
+            anchor = index
+        if isinstance(stamp, int | float) and (newest is None or stamp > newest):
+            newest = stamp
+    if anchor < 0:
+        return sum(_message_tokens(message) for message in messages)
+    anchor_message = messages[anchor]
+    assert isinstance(anchor_message, AssistantMessage)
+    later = sum(_message_tokens(message) for message in messages[anchor + 1 :])
+    return _usage_total(anchor_message.usage) + later
 
 
 def clamp_max_tokens_to_context(model: Model, messages: Sequence[Message], max_tokens: int) -> int:

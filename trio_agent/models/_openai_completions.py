@@ -43,8 +43,14 @@ from .._transcript import (
     get_system_message_text,
     render_system_message_update,
 )
-from ._builder import AssistantMessageBuilder
-from ._cost import calculate_cost, clamp_max_tokens_to_context, clamp_thinking_level
+from ._builder import MALFORMED_EVENT_JSON, AssistantMessageBuilder
+from ._cost import (
+    calculate_cost,
+    clamp_max_tokens_to_context,
+    clamp_thinking_level,
+    provider_billed_total,
+    with_billed_total,
+)
 from ._http import (
     HttpApi,
     HttpEnv,
@@ -57,8 +63,8 @@ from ._http import (
     compat_value,
     parse_sse_json,
     stream_http,
-    truncate_body,
 )
+from ._strict_tools import strict_schema_for
 from ._transform import sanitize_surrogates, transform_messages
 
 __all__ = [
@@ -67,12 +73,25 @@ __all__ = [
     "build_openai_completions_body",
     "detect_compat",
     "format_openai_completions_error",
+    "openai_error_text",
     "normalize_openai_tool_call_id",
     "stream_openai_completions",
 ]
 
 _REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
-_NON_STANDARD_PROVIDERS = frozenset({"cerebras", "xai", "zai", "opencode", "deepseek", "mistral"})
+_NON_STANDARD_PROVIDERS = frozenset(
+    {
+        "cerebras",
+        "xai",
+        "zai",
+        "opencode",
+        "deepseek",
+        "moonshotai",
+        "moonshotai-cn",
+        "nvidia",
+        "together",
+    }
+)
 _NON_STANDARD_HOSTS = (
     "cerebras.ai",
     "api.x.ai",
@@ -82,7 +101,9 @@ _NON_STANDARD_HOSTS = (
     "opencode.ai",
     "api.mistral.ai",
 )
-_MAX_TOKENS_PROVIDERS = frozenset({"deepseek", "moonshot", "together", "nvidia", "zai", "chutes"})
+_MAX_TOKENS_PROVIDERS = frozenset(
+    {"deepseek", "moonshot", "moonshotai", "moonshotai-cn", "together", "nvidia", "zai", "chutes"}
+)
 _MAX_TOKENS_HOSTS = (
     "deepseek.com",
     "moonshot.",
@@ -92,8 +113,10 @@ _MAX_TOKENS_HOSTS = (
     "api.z.ai",
     "chutes.ai",
 )
-_NO_REASONING_EFFORT_PROVIDERS = frozenset({"xai", "zai", "deepseek"})
-_NO_REASONING_EFFORT_HOSTS = ("api.x.ai", "api.z.ai", "deepseek.com")
+_NO_REASONING_EFFORT_PROVIDERS = frozenset(
+    {"xai", "zai", "moonshotai", "moonshotai-cn", "nvidia", "together"}
+)
+_NO_REASONING_EFFORT_HOSTS = ("api.x.ai", "api.z.ai")
 _ASSISTANT_AFTER_TOOLS = "I have processed the tool results."
 _TOOL_IMAGES_INTRO = "Attached image(s) from tool result:"
 
@@ -144,7 +167,6 @@ def detect_compat(model: Model) -> OpenAICompletionsCompat:
     base_url = model.base_url.lower()
     is_openai = model.provider == "openai" or "api.openai.com" in base_url
     is_openrouter = model.provider == "openrouter" or "openrouter.ai" in base_url
-    is_mistral = model.provider == "mistral" or "api.mistral.ai" in base_url
     detected = OpenAICompletionsCompat(
         supports_store=not _host_matches(model, _NON_STANDARD_PROVIDERS, _NON_STANDARD_HOSTS),
         supports_developer_role=is_openai,
@@ -156,7 +178,6 @@ def detect_compat(model: Model) -> OpenAICompletionsCompat:
             if _host_matches(model, _MAX_TOKENS_PROVIDERS, _MAX_TOKENS_HOSTS)
             else "max_completion_tokens"
         ),
-        requires_tool_result_name=is_mistral,
         thinking_format="openrouter" if is_openrouter else "openai",
     )
     overrides: dict[str, Any] = {}
@@ -219,20 +240,21 @@ def _assistant_message(
     thinking = [b for b in message.content if isinstance(b, ThinkingContent)]
     calls = [b for b in message.content if isinstance(b, ToolCall)]
     content: str | None = sanitize_surrogates("".join(texts)) if texts else None
-    if content is None and compat.requires_non_null_assistant_content:
+    if content is None and (
+        compat.requires_non_null_assistant_content or compat.requires_assistant_after_tool_result
+    ):
         content = ""
     result: dict[str, Any] = {"role": "assistant", "content": content}
-    visible_thinking = [b.thinking for b in thinking if b.thinking.strip()]
-    signature = thinking[0].thinking_signature if thinking else None
-    if signature in _REASONING_FIELDS and visible_thinking:
-        result[signature] = sanitize_surrogates("\n".join(visible_thinking))
-    elif signature:
-        try:
-            details = json.loads(signature)
-        except ValueError:
-            details = None
-        if isinstance(details, list):
-            result["reasoning_details"] = details
+    visible = [b for b in thinking if b.thinking.strip()]
+    field = visible[0].thinking_signature if visible else None
+    if field in _REASONING_FIELDS:
+        result[field] = sanitize_surrogates("\n".join(b.thinking for b in visible))
+    details = next(
+        (d for d in map(_replayable_details, thinking) if d is not None),
+        None,
+    )
+    if details is not None:
+        result["reasoning_details"] = details
     if calls:
         result["tool_calls"] = [
             {
@@ -247,9 +269,25 @@ def _assistant_message(
     return result
 
 
+def _replayable_details(block: ThinkingContent) -> list[Any] | None:
+    # The reasoning_details stored as a thinking signature, when every entry is valid.
+    signature = block.thinking_signature
+    if not signature or not signature.startswith("["):
+        return None
+    try:
+        details = json.loads(signature)
+    except ValueError:
+        return None
+    if not isinstance(details, list) or not details:
+        return None
+    if not all(is_valid_reasoning_detail(entry) for entry in details):
+        return None
+    return details
+
+
 def _tool_result_text(message: ToolResultMessage) -> str:
     text = "\n".join(b.text for b in message.content if isinstance(b, TextContent))
-    if text:
+    if text.strip():
         return sanitize_surrogates(text)
     has_images = any(isinstance(b, ImageContent) for b in message.content)
     return "(see attached image)" if has_images else "(no tool output)"
@@ -262,9 +300,14 @@ def _convert_messages(
     system_role = "developer" if model.reasoning and compat.supports_developer_role else "system"
     pending_images: list[dict[str, Any]] = []
 
+    def bridge_after_tool_results() -> None:
+        if compat.requires_assistant_after_tool_result and result and result[-1]["role"] == "tool":
+            result.append({"role": "assistant", "content": _ASSISTANT_AFTER_TOOLS})
+
     def flush_images() -> None:
         if pending_images:
             intro = {"type": "text", "text": _TOOL_IMAGES_INTRO}
+            bridge_after_tool_results()
             result.append({"role": "user", "content": [intro, *pending_images]})
             pending_images.clear()
 
@@ -283,12 +326,7 @@ def _convert_messages(
             converted = _user_message(message)
             if converted is None:
                 continue
-            if (
-                compat.requires_assistant_after_tool_result
-                and result
-                and result[-1]["role"] == "tool"
-            ):
-                result.append({"role": "assistant", "content": _ASSISTANT_AFTER_TOOLS})
+            bridge_after_tool_results()
             result.append(converted)
         elif isinstance(message, AssistantMessage):
             converted = _assistant_message(message, compat)
@@ -312,22 +350,22 @@ def _convert_messages(
 
 
 def _tools(
-    messages: Sequence[Message], compat: OpenAICompletionsCompat
+    model: Model, messages: Sequence[Message], compat: OpenAICompletionsCompat
 ) -> list[dict[str, Any]] | None:
     head = messages[0] if messages and isinstance(messages[0], SystemMessage) else None
     declarations = (head.tools_added or []) if head is not None else []
     tools: list[dict[str, Any]] = []
     for tool in declarations:
+        strict_schema = strict_schema_for(
+            tool, supported=compat.supports_strict_mode, provider=model.provider
+        )
         function: dict[str, Any] = {
             "name": tool.name,
             "description": sanitize_surrogates(tool.description),
-            "parameters": tool.parameters,
+            "parameters": strict_schema or tool.parameters,
         }
         if compat.supports_strict_mode:
-            sampling = tool.constrained_sampling
-            function["strict"] = (
-                isinstance(sampling, dict) and sampling.get("type") == "json_schema"
-            )
+            function["strict"] = strict_schema is not None
         tools.append({"type": "function", "function": function})
     if tools:
         return tools
@@ -364,10 +402,13 @@ def build_openai_completions_body(
         body["store"] = False
     max_tokens = options.max_tokens or model.max_tokens
     if max_tokens > 0:
-        body[compat.max_tokens_field] = clamp_max_tokens_to_context(model, messages, max_tokens)
+        # The input size is estimated from the transcript as given, as upstream does.
+        body[compat.max_tokens_field] = clamp_max_tokens_to_context(
+            model, context.messages, max_tokens
+        )
     if options.temperature is not None:
         body["temperature"] = options.temperature
-    tools = _tools(messages, compat)
+    tools = _tools(model, messages, compat)
     if tools is not None:
         body["tools"] = tools
     if model.reasoning and compat.supports_reasoning_effort:
@@ -381,7 +422,10 @@ def build_openai_completions_body(
                 body["reasoning"] = {"effort": value}
             else:
                 body["reasoning_effort"] = value
-        elif isinstance(level_map.get("off"), str) and compat.thinking_format == "openai":
+        elif compat.thinking_format == "openrouter":
+            if not ("off" in level_map and level_map["off"] is None):
+                body["reasoning"] = {"effort": level_map.get("off") or "none"}
+        elif isinstance(level_map.get("off"), str):
             body["reasoning_effort"] = level_map["off"]
     retention = cache_retention(model)
     if (
@@ -409,51 +453,111 @@ def _build_request(
 # Errors
 
 
-def format_openai_completions_error(error: HttpError, model: Model) -> str:
-    """Word an HTTP error like the OpenAI SDK plus upstream's body rule (reference §5.4).
+_ERROR_JSON_LIMIT = 4000
 
-    The SDK message is ``<status> <error.message>`` (or the raw text for a non-JSON body);
-    when it does not contain the body, the message is ``<status>: <body>`` where the body
-    is the JSON ``error`` object (compact). OpenRouter's ``error.metadata.raw`` follows on
-    a new line. Bodies are trimmed and truncated to 4000 characters.
+
+def openai_error_text(error: HttpError, *, object_status: bool = True) -> str:
+    """An HTTP error as upstream words it for the OpenAI APIs (before any API prefix).
+
+    A JSON body's ``error`` field (else the whole value), when it is a non-empty object,
+    gives ``<status>: <compact JSON>`` (without ``<status>: `` when ``object_status`` is
+    false), cut at 4000 characters with
+    ``... [truncated N chars]``. Otherwise the OpenAI SDK's message: ``<status> <compact
+    JSON>`` for other JSON, ``<status> <body as received>`` for a body that is not JSON,
+    ``<status> status code (no body)`` for an empty body. JSON is re-encoded, so escaped
+    forms of a secret come out plain, where redaction finds them.
     """
-    text = error.body.strip()
-    status = error.status
+    body = error.body
+    if not body:
+        return f"{error.status} status code (no body)"
     try:
-        parsed = json.loads(text) if text else None
+        parsed = json.loads(body)
+    except ValueError:
+        return f"{error.status} {body}"
+    detail = parsed
+    if isinstance(parsed, dict) and parsed.get("error") is not None:
+        detail = parsed["error"]
+    text = compact_json(detail)
+    if not (isinstance(detail, dict) and detail):
+        return f"{error.status} {text}"
+    if len(text) > _ERROR_JSON_LIMIT:
+        cut = len(text) - _ERROR_JSON_LIMIT
+        text = f"{text[:_ERROR_JSON_LIMIT]}... [truncated {cut} chars]"
+    return f"{error.status}: {text}" if object_status else text
+
+
+def format_openai_completions_error(error: HttpError, model: Model) -> str:
+    """Word an HTTP error as upstream does (:func:`openai_error_text`); OpenRouter's
+    ``error.metadata.raw`` follows on a new line."""
+    message = openai_error_text(error)
+    try:
+        parsed = json.loads(error.body) if error.body else None
     except ValueError:
         parsed = None
-    detail_text: str | None = None  # what the SDK puts after the status
-    body = ""  # what upstream appends when the SDK message lacks it
-    raw: str | None = None
-    if isinstance(parsed, dict) and "error" in parsed:
-        detail = parsed["error"]
-        if isinstance(detail, dict) and isinstance(detail.get("message"), str):
-            detail_text = detail["message"]
-        else:
-            detail_text = compact_json(detail)
-        body = compact_json(detail)
-        metadata = detail.get("metadata") if isinstance(detail, dict) else None
-        if isinstance(metadata, dict) and isinstance(metadata.get("raw"), str):
-            raw = metadata["raw"]
-    elif parsed is not None:
-        body = compact_json(parsed)
-    elif text:
-        detail_text = body = text
-    sdk = f"{status} {detail_text}" if detail_text else f"{status} status code (no body)"
-    if body and body not in sdk:
-        message = f"{status}: {truncate_body(body)}"
-    elif detail_text:
-        message = f"{status} {truncate_body(detail_text)}"
-    else:
-        message = sdk
-    if raw:
-        message += "\n" + truncate_body(raw)
+    detail = parsed.get("error") if isinstance(parsed, dict) else None
+    metadata = detail.get("metadata") if isinstance(detail, dict) else None
+    raw = metadata.get("raw") if isinstance(metadata, dict) else None
+    if isinstance(raw, str) and raw:
+        message += "\n" + raw
     return message
 
 
 # ---------------------------------------------------------------------------------------
 # SSE mapping
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def is_valid_reasoning_detail(entry: Any) -> bool:
+    """Whether ``entry`` is a ``reasoning_details`` entry upstream accepts.
+
+    An object whose ``id`` is absent, null or a string, ``format`` absent or a string,
+    ``index`` absent or a number, and which is ``reasoning.summary`` with a string
+    ``summary``, ``reasoning.encrypted`` with a string ``data``, or ``reasoning.text``
+    with a string ``text`` and a ``signature`` that is absent, null or a string.
+    """
+    if not isinstance(entry, dict):
+        return False
+    if entry.get("id") is not None and not isinstance(entry["id"], str):
+        return False
+    if "format" in entry and not isinstance(entry["format"], str):
+        return False
+    if "index" in entry and not _is_number(entry["index"]):
+        return False
+    kind = entry.get("type")
+    if kind == "reasoning.summary":
+        return isinstance(entry.get("summary"), str)
+    if kind == "reasoning.encrypted":
+        return isinstance(entry.get("data"), str)
+    if kind == "reasoning.text":
+        signature = entry.get("signature")
+        return isinstance(entry.get("text"), str) and (
+            signature is None or isinstance(signature, str)
+        )
+    return False
+
+
+_MERGED_FIELD = {"reasoning.text": "text", "reasoning.summary": "summary"}
+
+
+def _merge_reasoning_detail(entries: list[dict[str, Any]], entry: dict[str, Any]) -> None:
+    # Streamed text and summary entries arrive in pieces: a piece of the same kind as the
+    # previous entry extends it (first non-empty signature kept, missing fields filled).
+    field = _MERGED_FIELD.get(entry["type"])
+    last = entries[-1] if entries else None
+    if field is None or last is None or last.get("type") != entry["type"]:
+        entries.append(dict(entry))
+        return
+    for key, value in entry.items():
+        if key == field:
+            last[field] = last[field] + value
+        elif key == "signature":
+            if (not last.get("signature") and value) or "signature" not in last:
+                last["signature"] = value
+        elif last.get(key) is None:
+            last[key] = value
 
 
 def _map_usage(model: Model, raw: dict[str, Any]) -> Usage:
@@ -485,11 +589,8 @@ def _map_usage(model: Model, raw: dict[str, Any]) -> Usage:
             reasoning=reasoning,
         ),
     )
-    reported = raw.get("cost")
-    if isinstance(reported, int | float) and not isinstance(reported, bool):
-        # OpenRouter reports what it billed; that beats our price table.
-        usage = attrs.evolve(usage, cost=attrs.evolve(usage.cost, total=float(reported)))
-    return usage
+    # OpenRouter reports what it billed; that beats our price table.
+    return with_billed_total(usage, provider_billed_total(model, raw))
 
 
 def _finish_outcome(reason: str) -> tuple[Literal["stop", "length", "toolUse"] | None, str]:
@@ -513,7 +614,7 @@ class _CompletionsMapper:
         self._text: int | None = None
         self._thinking: int | None = None
         self._tools: dict[Any, int] = {}
-        self._reasoning_details: list[Any] = []
+        self._reasoning_details: list[dict[str, Any]] = []
         self._finish_reason: str | None = None
 
     def parse(self, sse: SseEvent) -> Any:
@@ -522,20 +623,33 @@ class _CompletionsMapper:
             return None
         if not sse.data.strip():
             return None
-        return parse_sse_json(sse.data)
+        try:
+            return parse_sse_json(sse.data)
+        except ProviderStreamError:
+            raise ProviderStreamError(MALFORMED_EVENT_JSON) from None
 
     def map(self, chunk: Any) -> Iterator[AssistantMessageEvent]:
         builder = self._builder
         if not isinstance(chunk, dict):
-            raise ProviderStreamError(f"Unexpected stream chunk: {compact_json(chunk)}")
+            return  # upstream skips chunks that are not objects
         error = chunk.get("error")
         if error:
             message = error.get("message") if isinstance(error, dict) else None
-            raise ProviderStreamError(message if isinstance(message, str) else compact_json(error))
+            text = message if isinstance(message, str) else compact_json(error)
+            metadata = error.get("metadata") if isinstance(error, dict) else None
+            raw = metadata.get("raw") if isinstance(metadata, dict) else None
+            if isinstance(raw, str) and raw and raw not in text:
+                text = f"{text}\n{raw}"
+            raise ProviderStreamError(text)
         if builder.response_id is None and isinstance(chunk.get("id"), str) and chunk["id"]:
             builder.response_id = chunk["id"]
         reported_model = chunk.get("model")
-        if isinstance(reported_model, str) and reported_model and reported_model != self._model.id:
+        if (
+            builder.response_model is None
+            and isinstance(reported_model, str)
+            and reported_model
+            and reported_model != self._model.id
+        ):
             builder.response_model = reported_model
         choices = chunk.get("choices") or []
         choice = choices[0] if choices and isinstance(choices[0], dict) else {}
@@ -553,7 +667,13 @@ class _CompletionsMapper:
                 break
         details = delta.get("reasoning_details")
         if isinstance(details, list):
-            self._reasoning_details.extend(details)
+            for entry in details:
+                if not is_valid_reasoning_detail(entry):
+                    continue
+                if self._thinking is None:
+                    self._thinking, start = builder.start_thinking(signature="reasoning_details")
+                    yield start
+                _merge_reasoning_detail(self._reasoning_details, entry)
         content = delta.get("content")
         if isinstance(content, str) and content:
             if self._text is None:

@@ -8,7 +8,6 @@ knows the Responses wire shapes.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import AsyncGenerator, Iterator, Sequence
@@ -31,7 +30,7 @@ from .._messages import (
 )
 from .._streaming import LlmContext, StreamOptions
 from .._transcript import collapse_system_messages, get_system_message_text
-from ._builder import AssistantMessageBuilder
+from ._builder import MALFORMED_EVENT_JSON, AssistantMessageBuilder
 from ._cost import calculate_cost, clamp_max_tokens_to_context, clamp_thinking_level
 from ._http import (
     HttpApi,
@@ -45,8 +44,9 @@ from ._http import (
     compat_value,
     parse_sse_json,
     stream_http,
-    truncate_body,
 )
+from ._openai_completions import openai_error_text
+from ._strict_tools import strict_schema_for
 from ._transform import sanitize_surrogates, transform_messages
 
 __all__ = [
@@ -58,6 +58,7 @@ __all__ = [
     "convert_responses_tools",
     "format_responses_http_error",
     "normalize_responses_tool_call_id",
+    "short_hash",
     "split_tool_call_id",
     "stream_openai_responses",
 ]
@@ -67,8 +68,42 @@ _INVALID_ID_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 _MAX_ID_LENGTH = 64
 
 
-def _short_hash(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+_OPENAI_ITEM_ID_PROVIDERS = frozenset({"openai", "openai-codex", "opencode"})
+
+
+def _imul(a: int, b: int) -> int:
+    return (a * b) & 0xFFFFFFFF
+
+
+def _base36(number: int) -> str:
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    text = ""
+    while True:
+        number, rest = divmod(number, 36)
+        text = digits[rest] + text
+        if not number:
+            return text
+
+
+def short_hash(text: str) -> str:
+    """Upstream's short id hash: cyrb53 (seed 0) over the UTF-16 code units of ``text``,
+    written as base-36 of its second 32-bit half followed by base-36 of its first."""
+    h1 = 0xDEADBEEF
+    h2 = 0x41C6CE57
+    encoded = text.encode("utf-16-le", "surrogatepass")
+    for position in range(0, len(encoded), 2):
+        unit = encoded[position] | (encoded[position + 1] << 8)
+        h1 = _imul(h1 ^ unit, 2654435761)
+        h2 = _imul(h2 ^ unit, 1597334677)
+    h1 = _imul(h1 ^ (h1 >> 16), 2246822507)
+    h1 ^= _imul(h2 ^ (h2 >> 13), 3266489909)
+    h2 = _imul(h2 ^ (h2 >> 16), 2246822507)
+    h2 ^= _imul(h1 ^ (h1 >> 13), 3266489909)
+    return _base36(h2) + _base36(h1)
+
+
+def _normalize_id_part(text: str) -> str:
+    return _INVALID_ID_CHARS.sub("_", text)[:_MAX_ID_LENGTH].rstrip("_")
 
 
 # ---------------------------------------------------------------------------------------
@@ -81,17 +116,22 @@ def split_tool_call_id(tool_call_id: str) -> tuple[str, str | None]:
     return call_id, (item_id if sep else None)
 
 
-def normalize_responses_tool_call_id(tool_call_id: str) -> str:
-    """Make a foreign tool-call id acceptable as a Responses ``call_id``.
+def normalize_responses_tool_call_id(tool_call_id: str, model: Model) -> str:
+    """Make another model's tool-call id acceptable to ``model``.
 
-    Used for messages of other models: their item ids mean nothing to this API, so only
-    the call id is kept, restricted to ``[A-Za-z0-9_-]`` and 64 characters.
+    An id part is restricted to ``[A-Za-z0-9_-]`` (other characters become ``_``), cut
+    to 64 characters and stripped of trailing ``_``. For providers ``openai``,
+    ``openai-codex`` and ``opencode`` the call id is normalised that way and an item id
+    becomes ``fc_<short_hash(item id)>``; for every other provider the whole id (``|``
+    included) is normalised as one part.
     """
-    call_id, _ = split_tool_call_id(tool_call_id)
-    cleaned = _INVALID_ID_CHARS.sub("_", call_id)
-    if len(cleaned) > _MAX_ID_LENGTH:
-        cleaned = f"call_{_short_hash(cleaned)}"
-    return cleaned
+    if model.provider not in _OPENAI_ITEM_ID_PROVIDERS:
+        return _normalize_id_part(tool_call_id)
+    call_id, item_id = split_tool_call_id(tool_call_id)
+    normalized = _normalize_id_part(call_id)
+    if item_id is None:
+        return normalized
+    return f"{normalized}|fc_{short_hash(item_id)}"
 
 
 def _text_signature_id(signature: str | None) -> tuple[str | None, str | None]:
@@ -137,13 +177,8 @@ def _user_item(message: UserMessage) -> dict[str, Any] | None:
     return {"role": "user", "content": parts} if parts else None
 
 
-def _assistant_items(message: AssistantMessage, model: Model, ordinal: int) -> list[dict[str, Any]]:
+def _assistant_items(message: AssistantMessage, ordinal: int) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
-    same_model = (message.provider, message.api, message.model) == (
-        model.provider,
-        model.api,
-        model.id,
-    )
     text_count = 0
     for block in message.content:
         if isinstance(block, ThinkingContent):
@@ -162,7 +197,7 @@ def _assistant_items(message: AssistantMessage, model: Model, ordinal: int) -> l
                     f"msg_pi_{ordinal}" if text_count == 0 else f"msg_pi_{ordinal}_{text_count}"
                 )
             elif len(item_id) > _MAX_ID_LENGTH:
-                item_id = f"msg_{_short_hash(item_id)}"
+                item_id = f"msg_{short_hash(item_id)}"
             text_count += 1
             text_item: dict[str, Any] = {
                 "type": "message",
@@ -183,8 +218,8 @@ def _assistant_items(message: AssistantMessage, model: Model, ordinal: int) -> l
         elif isinstance(block, ToolCall):
             call_id, item_id = split_tool_call_id(block.id)
             call: dict[str, Any] = {"type": "function_call"}
-            # Item ids are only meaningful to the model that produced them.
-            if same_model and item_id is not None and item_id.startswith("fc_"):
+            # Another model's item ids were rewritten to fc_<hash> or dropped already.
+            if item_id is not None and item_id.startswith("fc_"):
                 call["id"] = item_id
             call["call_id"] = call_id
             call["name"] = block.name
@@ -201,12 +236,15 @@ def _tool_result_item(result: ToolResultMessage, model: Model) -> dict[str, Any]
         if isinstance(block, TextContent)
     ]
     images = [block for block in result.content if isinstance(block, ImageContent)]
+    text = "\n".join(texts)
     output: str | list[dict[str, Any]]
     if images and "image" in model.input:
-        output = [{"type": "input_text", "text": text} for text in texts if text]
+        output = [{"type": "input_text", "text": text}] if text else []
         output.extend(_input_image(image) for image in images)
+    elif text.strip():
+        output = text
     else:
-        output = "\n".join(texts) or ("(see attached image)" if images else "(no tool output)")
+        output = "(see attached image)" if images else "(no tool output)"
     return {"type": "function_call_output", "call_id": call_id, "output": output}
 
 
@@ -219,37 +257,48 @@ def convert_responses_input(messages: Sequence[Message], model: Model) -> list[d
     tool results become ``function_call_output`` items.
     """
     items: list[dict[str, Any]] = []
-    # Fallback message item ids count the messages after the leading system message.
-    offset = 1 if messages and isinstance(messages[0], SystemMessage) else 0
-    for position, message in enumerate(messages):
+    # Fallback message item ids count the earlier messages that produced input items
+    # (the leading system message aside).
+    emitted = 0
+    for message in messages:
+        produced: list[dict[str, Any]] = []
         if isinstance(message, SystemMessage):
             text = sanitize_surrogates(get_system_message_text(message))
             if text:
                 items.append({"role": _system_role(model), "content": text})
-        elif isinstance(message, UserMessage):
+            continue
+        if isinstance(message, UserMessage):
             item = _user_item(message)
             if item is not None:
-                items.append(item)
+                produced.append(item)
         elif isinstance(message, AssistantMessage):
-            items.extend(_assistant_items(message, model, position - offset))
+            produced.extend(_assistant_items(message, emitted))
         elif isinstance(message, ToolResultMessage):
-            items.append(_tool_result_item(result=message, model=model))
+            produced.append(_tool_result_item(result=message, model=model))
+        if produced:
+            items.extend(produced)
+            emitted += 1
     return items
 
 
 def convert_responses_tools(tools: Sequence[ToolDeclaration], model: Model) -> list[dict[str, Any]]:
-    """Convert tool declarations to Responses function tools."""
-    strict = bool(compat_value(model, "supportsStrictMode", False))
+    """Convert tool declarations to Responses function tools.
+
+    Every tool says whether it is ``strict`` (the API's default is strict). With
+    ``compat.supportsStrictMode`` a tool asking for JSON-schema constrained sampling is
+    strict and its schema is sent in strict form (see :mod:`._strict_tools`).
+    """
+    supported = compat_value(model, "supportsStrictMode", False) is True
     converted: list[dict[str, Any]] = []
     for tool in tools:
+        strict_schema = strict_schema_for(tool, supported=supported, provider=model.provider)
         entry: dict[str, Any] = {
             "type": "function",
             "name": tool.name,
             "description": sanitize_surrogates(tool.description),
-            "parameters": tool.parameters,
+            "parameters": strict_schema or tool.parameters,
+            "strict": strict_schema is not None,
         }
-        if strict:
-            entry["strict"] = True
         converted.append(entry)
     return converted
 
@@ -274,6 +323,7 @@ def build_responses_body(
     options: StreamOptions,
     *,
     cache_retention: Literal["none", "short", "long"] = "short",
+    transcript: Sequence[Message] | None = None,
 ) -> dict[str, Any]:
     """Build the request body.
 
@@ -285,6 +335,8 @@ def build_responses_body(
             ``session_id`` are used here).
         cache_retention: With ``"none"`` no ``prompt_cache_key`` is sent; ``"long"`` adds
             ``prompt_cache_retention: "24h"``.
+        transcript: The transcript as given (before collapsing and transforming), from
+            which the input size is estimated; ``messages`` when omitted.
     """
     body: dict[str, Any] = {
         "model": model.id,
@@ -298,10 +350,12 @@ def build_responses_body(
         and compat_value(model, "promptCacheKeyMode") != "disabled"
     ):
         body["prompt_cache_key"] = options.session_id[:64]
-    if cache_retention == "long":
+    if cache_retention == "long" and compat_value(model, "supportsLongCacheRetention") is not False:
         body["prompt_cache_retention"] = "24h"
     max_tokens = clamp_max_tokens_to_context(
-        model, messages, options.max_tokens or model.max_tokens
+        model,
+        messages if transcript is None else transcript,
+        options.max_tokens or model.max_tokens,
     )
     if max_tokens and compat_value(model, "supportsMaxOutputTokens") is not False:
         # The API rejects max_output_tokens below 16.
@@ -352,6 +406,8 @@ class ResponsesEventMapper:
         self._reasoning_blocks: dict[str, int] = {}
         """Reasoning item id -> content index, to back-fill encrypted content."""
         self._stop_reason: Literal["stop", "length", "toolUse"] | None = None
+        self._named_error = False
+        """The last parsed event came with an ``event: error`` line."""
 
     def parse(self, sse: SseEvent) -> Any:
         """The event's JSON (every Responses event carries its ``type``).
@@ -359,7 +415,11 @@ class ResponsesEventMapper:
         Raises:
             ProviderStreamError: the data is not JSON.
         """
-        payload = parse_sse_json(sse.data)
+        try:
+            payload = parse_sse_json(sse.data)
+        except ProviderStreamError:
+            raise ProviderStreamError(MALFORMED_EVENT_JSON) from None
+        self._named_error = sse.event == "error"
         if not isinstance(payload, dict):
             return None
         if "type" not in payload and sse.event != "message":
@@ -376,7 +436,7 @@ class ResponsesEventMapper:
         kind = event.get("type")
         builder = self._builder
         if kind == "error":
-            raise ProviderStreamError(f"Error Code {event.get('code')}: {event.get('message')}")
+            raise ProviderStreamError(self._error_event_text(event))
         if kind == "response.created":
             self._on_response(event.get("response") or {})
             return []
@@ -466,11 +526,29 @@ class ResponsesEventMapper:
         self._items[payload.get("output_index", -1)] = _Item(kind, index, item.get("id"))
         return [event]
 
+    def _error_event_text(self, event: dict[str, Any]) -> str:
+        if self._named_error:
+            # With an ``event: error`` line upstream reads the nested error's message,
+            # else the event's own message.
+            nested = event.get("error")
+            if isinstance(nested, dict) and isinstance(nested.get("message"), str):
+                return str(nested["message"])
+            if isinstance(event.get("message"), str):
+                return str(event["message"])
+        return f"Error Code {event.get('code')}: {event.get('message')}"
+
     def _on_item_done(self, payload: dict[str, Any]) -> list[AssistantMessageEvent]:
         item = payload.get("item") or {}
+        opened: list[AssistantMessageEvent] = []
+        if payload.get("output_index", -1) not in self._items:
+            # An item seen only when done: open its block from the done item.
+            opened = self._on_item_added(payload)
         tracked = self._items.pop(payload.get("output_index", -1), None)
         if tracked is None:
             return []
+        return opened + self._close_item(tracked, item)
+
+    def _close_item(self, tracked: _Item, item: dict[str, Any]) -> list[AssistantMessageEvent]:
         builder = self._builder
         index = tracked.content_index
         if tracked.kind == "reasoning":
@@ -519,6 +597,8 @@ class ResponsesEventMapper:
         status = response.get("status")
         details = response.get("incomplete_details") or {}
         reason = details.get("reason") if isinstance(details, dict) else None
+        if kind == "response.completed" and status in ("failed", "cancelled"):
+            raise ProviderStreamError("An unknown error occurred")
         if kind == "response.failed" or status == "failed":
             error = response.get("error")
             if isinstance(error, dict) and error:
@@ -534,13 +614,16 @@ class ResponsesEventMapper:
             if reason == "max_output_tokens":
                 self._stop_reason = "length"
                 return
+            if not reason:
+                raise ProviderStreamError("Response incomplete without a provider reason")
             raise ProviderStreamError(f"Response incomplete: {reason}")
         if status == "cancelled":
             raise ProviderStreamError("Response cancelled")
-        if status == "completed":
-            has_tool_call = any(isinstance(block, ToolCall) for block in self._builder.content)
-            self._stop_reason = "toolUse" if has_tool_call else "stop"
-        self._builder.stop_reason = self._stop_reason or "pending"
+        if status not in (None, "completed", "in_progress", "queued"):
+            raise ProviderStreamError(f"Unhandled stop reason: {status}")
+        has_tool_call = any(isinstance(block, ToolCall) for block in self._builder.content)
+        self._stop_reason = "toolUse" if has_tool_call else "stop"
+        self._builder.stop_reason = self._stop_reason
 
     def _backfill_reasoning(self, output: Any) -> None:
         # Some servers only put the encrypted reasoning into the final response object.
@@ -617,10 +700,14 @@ def build_responses_request(
     messages = transform_messages(
         collapse_system_messages(context.messages),
         model,
-        lambda tool_call_id, _model, _source: normalize_responses_tool_call_id(tool_call_id),
+        lambda tool_call_id, target, _source: normalize_responses_tool_call_id(
+            tool_call_id, target
+        ),
     )
     retention = cache_retention(model)
-    body = build_responses_body(model, messages, options, cache_retention=retention)
+    body = build_responses_body(
+        model, messages, options, cache_retention=retention, transcript=context.messages
+    )
     headers: dict[str, str] = {}
     if options.session_id and retention != "none":
         if model.provider == "openrouter":
@@ -637,8 +724,11 @@ def build_responses_request(
 
 
 def format_responses_http_error(error: HttpError, model: Model) -> str:
-    """``<Provider> API error (<status>): <body>`` (``OpenAI`` for provider ``openai``)."""
-    return f"{_provider_label(model)} API error ({error.status}): {truncate_body(error.body)}"
+    """``<Provider> API error (<status>): <text>`` (``OpenAI`` for provider ``openai``), the
+    text worded as :func:`~._openai_completions.openai_error_text` does (an error object
+    without a second status)."""
+    text = openai_error_text(error, object_status=False)
+    return f"{_provider_label(model)} API error ({error.status}): {text}"
 
 
 OPENAI_RESPONSES = HttpApi(
