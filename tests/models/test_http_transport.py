@@ -164,8 +164,8 @@ OVERLOADED = {"error": {"message": "The model is overloaded, try later", "type":
         ),
         (
             API_CASES[2],
-            'OpenAI API error (200): {"error": {"message": "The model is overloaded, try '
-            'later", "type": "server_error"}}',
+            'OpenAI API error (200): {"message":"The model is overloaded, try later",'
+            '"type":"server_error"}',
         ),
     ],
     ids=[case.api for case in API_CASES],

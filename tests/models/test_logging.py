@@ -60,7 +60,7 @@ async def test_levels_and_messages(
                     controller.abort()
     retried = failed.error_message
     assert retried is not None
-    retried = retried.replace("401", "503", 1)
+    retried = retried.replace("401", "503")
     debug, warning, error = logging.DEBUG, logging.WARNING, logging.ERROR
     assert ours(caplog) == [
         (debug, f"{api} request for {name}: attempt 1 of 1"),

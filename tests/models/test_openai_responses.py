@@ -718,7 +718,7 @@ async def test_retry_delay_cap(sse_server: SseServer, autojump_clock: trio.abc.C
     async with httpx.AsyncClient(timeout=None) as client:
         events = await collect(server_model(sse_server), client, max_retries=3)
     assert final_error(events).error_message == (
-        "Server requested 120s retry delay (max: 60s). OpenAI API error (429): 429 slow down"
+        "Server requested 120s retry delay (max: 60s). 429 slow down"
     )
 
 

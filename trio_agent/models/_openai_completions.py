@@ -59,6 +59,7 @@ from ._http import (
     ProviderStreamError,
     SseEvent,
     cache_retention,
+    client_error_text,
     compact_json,
     compat_value,
     parse_sse_json,
@@ -726,6 +727,7 @@ OPENAI_COMPLETIONS = HttpApi(
     build_request=_build_request,
     create_mapper=_CompletionsMapper,
     format_http_error=format_openai_completions_error,
+    format_retry_error=client_error_text,
 )
 """The ``openai-completions`` wire API for :func:`~._http.stream_http`."""
 

@@ -40,6 +40,7 @@ from ._http import (
     ProviderStreamError,
     SseEvent,
     cache_retention,
+    client_error_text,
     compact_json,
     compat_value,
     parse_sse_json,
@@ -735,6 +736,7 @@ OPENAI_RESPONSES = HttpApi(
     build_request=build_responses_request,
     create_mapper=ResponsesEventMapper,
     format_http_error=format_responses_http_error,
+    format_retry_error=client_error_text,
 )
 """The ``openai-responses`` wire API for :func:`~._http.stream_http`."""
 
