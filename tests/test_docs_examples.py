@@ -33,8 +33,9 @@ import trio
 import trio.testing
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = ["docs/guide.md", "docs/index.md", "README.md"]
-TYPED_PAGES = ["docs/guide.md", "README.md"]
+PAGES = ["docs/guide.md", "docs/index.md", "docs/otel.md", "README.md"]
+# docs/mcp.md runs as the files it shows, in tests/test_mcp.py.
+TYPED_PAGES = ["docs/guide.md", "docs/otel.md", "docs/mcp.md", "README.md"]
 
 _FENCE = re.compile(r"^(`{3,})\s*([\w{}-]*)")
 _SKIP = re.compile(r"^(?:%\s*skip\b|<!--\s*skip\b)")
@@ -136,7 +137,12 @@ def test_page_examples(page: str) -> None:
 
 @pytest.mark.parametrize(
     ("page", "runnable", "with_output"),
-    [("docs/guide.md", 11, 10), ("docs/index.md", 1, 1), ("README.md", 1, 1)],
+    [
+        ("docs/guide.md", 11, 10),
+        ("docs/index.md", 1, 1),
+        ("docs/otel.md", 3, 3),
+        ("README.md", 1, 1),
+    ],
 )
 def test_pages_have_the_expected_examples(page: str, runnable: int, with_output: int) -> None:
     # A broken marker would silently drop examples or their output checks; pin the counts.

@@ -366,3 +366,24 @@ async def test_connection_failures_name_the_server_without_secrets() -> None:
         "cannot use MCP server (command '/nonexistent/mcp-server'): FileNotFoundError: "
     )
     assert "secret" not in str(caught.value)
+
+
+async def test_the_docs_example_runs(tmp_path: Path) -> None:
+    # docs/mcp.md shows a server file and an agent file: run them as a reader would.
+    from test_docs_examples import ROOT, parse_blocks
+
+    blocks = {
+        block.marker: block
+        for block in parse_blocks((ROOT / "docs" / "mcp.md").read_text(encoding="utf-8"))
+    }
+    server = blocks["% file: weather_server.py"]
+    agent = blocks["% file: agent.py"]
+    expected = blocks["% output of agent.py"]
+    assert (server.language, agent.language, expected.language) == ("python", "python", "text")
+    (tmp_path / "weather_server.py").write_text(server.code, encoding="utf-8")
+    (tmp_path / "agent.py").write_text(agent.code, encoding="utf-8")
+    with trio.fail_after(120):
+        result = await trio.run_process(
+            [sys.executable, "agent.py"], cwd=tmp_path, capture_stdout=True, capture_stderr=True
+        )
+    assert result.stdout.decode() == expected.code
