@@ -387,3 +387,18 @@ async def test_the_docs_example_runs(tmp_path: Path) -> None:
             [sys.executable, "agent.py"], cwd=tmp_path, capture_stdout=True, capture_stderr=True
         )
     assert result.stdout.decode() == expected.code
+
+
+def test_structured_content_alone_is_also_sent_as_json_text() -> None:
+    # The SDK's servers always add a text block; other servers may send structured
+    # content alone, which the model would then not see.
+    from mcp.types import CallToolResult
+
+    from trio_agent._mcp import _convert_result
+
+    result = _convert_result(CallToolResult(content=[], structured_content={"ok": True}))
+    assert result == AgentToolResult(
+        content=[TextContent(text='{"ok": true}')],
+        details={"ok": True},
+        structured_content={"ok": True},
+    )
