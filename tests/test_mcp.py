@@ -367,6 +367,15 @@ async def test_connection_failures_name_the_server_without_secrets() -> None:
     )
     assert "secret" not in str(caught.value)
 
+    # Connected, but listing the tools fails: the error is not wrapped in the SDK's groups.
+    broken = StdioServerParameters(command=sys.executable, args=[str(SERVER), "broken"])
+    with trio.fail_after(60), pytest.raises(McpConnectionError) as caught:
+        async with open_mcp_tools(broken):
+            raise AssertionError("listed")
+    assert str(caught.value) == (
+        f"cannot use MCP server (command {sys.executable!r}): MCPError: listing is broken"
+    )
+
 
 async def test_the_docs_example_runs(tmp_path: Path) -> None:
     # docs/mcp.md shows a server file and an agent file: run them as a reader would.

@@ -89,28 +89,27 @@ async def open_mcp_tools(
         client = server
     else:
         client = Client(server, read_timeout_seconds=read_timeout_seconds)
-    body_error: BaseException | None = None
+    error: BaseException | None = None  # what the block (or listing the tools) raised
     try:
         async with AsyncExitStack() as stack:
             try:
                 await stack.enter_async_context(client)
                 listed = await _list_tools(client)
             except Exception as exc:  # also an ExceptionGroup of ordinary exceptions
-                raise McpConnectionError(
-                    f"cannot use MCP server {where}: {_first_error(exc)}"
-                ) from exc
+                error = McpConnectionError(f"cannot use MCP server {where}: {_first_error(exc)}")
+                raise error from exc
             session = _Session(client=client, where=where)
             try:
                 yield [_agent_tool(session, tool, name_prefix) for tool in listed]
             except BaseException as exc:
-                body_error = exc
+                error = exc
                 raise
             finally:
                 session.open = False
     except BaseExceptionGroup as group:
-        # The SDK's task groups wrap what the block raised; give it back as it was.
-        if body_error is not None and _only(group, body_error):
-            raise body_error from body_error.__cause__
+        # The SDK's task groups wrap an error raised inside them; give it back as it was.
+        if error is not None and _only(group, error):
+            raise error from error.__cause__
         raise
 
 

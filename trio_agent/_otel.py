@@ -153,6 +153,8 @@ class AgentTracer:
 
     def __call__(self, event: AgentEvent, signal: AbortSignal | None = None) -> None:
         """Record one event (the listener protocol: ``(event, signal)``)."""
+        if event.type == "message_update":
+            return  # nothing per token
         if isinstance(event, AgentStartEvent):
             self._start_run()
             return

@@ -1,7 +1,8 @@
 """A small MCP server for the tests, built with the ``mcp`` SDK.
 
 ``python demo_server.py`` serves over stdio; ``python demo_server.py http PORT`` serves
-streamable HTTP on 127.0.0.1:PORT at ``/mcp``.
+streamable HTTP on 127.0.0.1:PORT at ``/mcp``; ``python demo_server.py broken`` serves
+over stdio but fails to list its tools.
 """
 
 from __future__ import annotations
@@ -22,9 +23,20 @@ from mcp.types import (
     TextContent,
     TextResourceContents,
 )
+from mcp.types import Tool as McpTool
 from pydantic import BaseModel
 
-server = MCPServer("demo")
+
+class DemoServer(MCPServer):
+    broken = False
+
+    async def list_tools(self) -> list[McpTool]:
+        if self.broken:
+            raise MCPError(code=-32603, message="listing is broken")
+        return await super().list_tools()
+
+
+server = DemoServer("demo")
 calls = 0
 cancelled = 0
 
@@ -99,6 +111,7 @@ def stats() -> dict[str, int]:
 
 
 if __name__ == "__main__":
+    server.broken = sys.argv[1:2] == ["broken"]
     if sys.argv[1:2] == ["http"]:
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
     else:
