@@ -411,3 +411,13 @@ def test_structured_content_alone_is_also_sent_as_json_text() -> None:
         details={"ok": True},
         structured_content={"ok": True},
     )
+
+
+async def test_a_server_of_another_kind_is_named() -> None:
+    with pytest.raises(TypeError) as caught:
+        async with open_mcp_tools(["python", "server.py"]):  # type: ignore[arg-type]  # the error under test
+            raise AssertionError("opened")
+    assert str(caught.value) == (
+        "open_mcp_tools() needs a URL, an mcp.StdioServerParameters or an mcp.Client, "
+        "got ['python', 'server.py']"
+    )

@@ -479,3 +479,9 @@ async def test_listener_receives_the_signal_argument() -> None:
         content=[ToolCall(id="x", name="y", arguments={})], api="a", provider="p", model="m"
     )
     tracer(trio_agent.MessageEndEvent(message=message))  # outside a run: ignored
+
+
+def test_instrument_agent_names_a_wrong_agent() -> None:
+    with pytest.raises(TypeError) as caught:
+        instrument_agent("agent")  # type: ignore[arg-type]  # the error under test
+    assert str(caught.value) == "instrument_agent() needs an Agent, got 'agent'"

@@ -33,7 +33,7 @@ class McpConnectionError(AgentError):
 
     The message names the server (a URL without credentials or query, or the command of
     a stdio server) and the first underlying error; ``__cause__`` is the original
-    exception.
+    exception (an exception group keeps all of them).
     """
 
 
@@ -49,7 +49,6 @@ async def open_mcp_tools(
     server: str | StdioServerParameters | Client,
     *,
     name_prefix: str = "",
-    read_timeout_seconds: float | None = None,
 ) -> AsyncIterator[list[AgentTool]]:
     """Connect to an MCP server and yield its tools as :class:`~trio_agent.AgentTool`.
 
@@ -77,18 +76,19 @@ async def open_mcp_tools(
             enters and exits the client.
         name_prefix: Prepended to every tool name (to tell several servers apart); the
             server is called with its own name.
-        read_timeout_seconds: Timeout of each request, ``None`` for none (ignored when
-            ``server`` is a client).
 
     Raises:
+        TypeError: ``server`` is none of the above.
         McpConnectionError: The server could not be started or reached, or listing its
             tools failed.
     """
+    if not isinstance(server, str | StdioServerParameters | Client):
+        raise TypeError(
+            "open_mcp_tools() needs a URL, an mcp.StdioServerParameters or an mcp.Client, "
+            f"got {server!r}"
+        )
     where = _describe(server)
-    if isinstance(server, Client):
-        client = server
-    else:
-        client = Client(server, read_timeout_seconds=read_timeout_seconds)
+    client = server if isinstance(server, Client) else Client(server)
     error: BaseException | None = None  # what the block (or listing the tools) raised
     try:
         async with AsyncExitStack() as stack:
@@ -107,7 +107,9 @@ async def open_mcp_tools(
             finally:
                 session.open = False
     except BaseExceptionGroup as group:
-        # The SDK's task groups wrap an error raised inside them; give it back as it was.
+        # The SDK's task groups wrap an error raised inside them. Policy: when the group
+        # holds that one error and otherwise only cancellations (their echoes), the error
+        # is provably the only one and leaves as it was; any other group stays whole.
         if error is not None and _only(group, error):
             raise error from error.__cause__
         raise

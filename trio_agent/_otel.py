@@ -369,7 +369,14 @@ def instrument_agent(
         tracer_provider: Where spans go; ``None`` uses the global provider.
         capture_content: Also record prompts, completions and tool arguments and results.
         agent_name: ``gen_ai.agent.name`` of the run spans.
+
+    Raises:
+        TypeError: ``agent`` is not an :class:`~trio_agent.Agent`.
     """
+    from ._agent import Agent
+
+    if not isinstance(agent, Agent):
+        raise TypeError(f"instrument_agent() needs an Agent, got {agent!r}")
     tracer = AgentTracer(
         tracer_provider=tracer_provider,
         capture_content=capture_content,
