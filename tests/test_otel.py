@@ -18,7 +18,6 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 import trio_agent
 from trio_agent import (
-    AbortSignal,
     Agent,
     AgentInitialState,
     AssistantMessage,
@@ -468,17 +467,31 @@ async def test_a_bare_listener_and_unsubscribing(
     assert exporter.get_finished_spans() == ()
 
 
-async def test_listener_receives_the_signal_argument() -> None:
-    # AgentTracer is called as (event, signal) by the agent; a direct call with the
-    # event alone also works (the signal is optional).
-    tracer = AgentTracer()
-    signal: AbortSignal | None = None
-    tracer(trio_agent.AgentStartEvent(), signal)
-    tracer(trio_agent.AgentEndEvent(messages=[]))
+def test_events_outside_a_run_are_ignored(
+    exporter: InMemorySpanExporter, tracer_provider: TracerProvider
+) -> None:
+    # A tracer subscribed in the middle of a run starts with the next run; called with
+    # the event alone (no signal), it works too.
+    tracer = AgentTracer(tracer_provider=tracer_provider)
     message = AssistantMessage(
         content=[ToolCall(id="x", name="y", arguments={})], api="a", provider="p", model="m"
     )
-    tracer(trio_agent.MessageEndEvent(message=message))  # outside a run: ignored
+    tracer(trio_agent.MessageEndEvent(message=message))
+    tracer(trio_agent.TurnEndEvent(message=message, tool_results=[]))
+    tracer(trio_agent.AgentEndEvent(messages=[]))
+    assert exporter.get_finished_spans() == ()
+
+    controller = trio_agent.AbortController()
+    tracer(trio_agent.AgentStartEvent(), controller.signal)
+    tracer(trio_agent.TurnStartEvent(), controller.signal)
+    controller.abort()
+    tracer(trio_agent.AgentEndEvent(messages=[]), controller.signal)  # the turn never ended
+    spans = exporter.get_finished_spans()
+    assert tree(spans) == [(0, "invoke_agent"), (1, "turn")]
+    assert attrs_of(one(spans, "invoke_agent")) == {
+        "gen_ai.operation.name": "invoke_agent",
+        "error.type": "aborted",
+    }
 
 
 def test_instrument_agent_names_a_wrong_agent() -> None:
