@@ -22,6 +22,7 @@ from trio_agent import (
     AgentInitialState,
     AssistantMessage,
     ImageContent,
+    Model,
     ToolCall,
     Usage,
     UserMessage,
@@ -99,7 +100,12 @@ def input_tokens(usage: Usage) -> int:
 async def test_a_text_run_is_a_run_a_turn_and_a_chat(
     exporter: InMemorySpanExporter, tracer_provider: TracerProvider
 ) -> None:
-    provider = FauxProvider([faux_assistant_message("Hello!", response_id="resp-1")])
+    model = Model(
+        id="faux-1", name="Faux", api="faux", provider="faux", base_url="https://llm.test/v1"
+    )
+    provider = FauxProvider(
+        [faux_assistant_message("Hello!", response_id="resp-1")], models=[model]
+    )
     agent = Agent(AgentInitialState(model=provider.get_model()), stream_fn=provider.stream_fn)
     agent.session_id = "session-7"
     instrument_agent(agent, tracer_provider=tracer_provider)
@@ -129,6 +135,8 @@ async def test_a_text_run_is_a_run_a_turn_and_a_chat(
         "gen_ai.operation.name": "chat",
         "gen_ai.provider.name": "faux",
         "gen_ai.request.model": "faux-1",
+        "server.address": "llm.test",
+        "server.port": 443,
         "gen_ai.conversation.id": "session-7",
         "gen_ai.response.finish_reasons": ("stop",),
         "gen_ai.response.model": "faux-1",

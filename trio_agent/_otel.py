@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.parse
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -128,7 +129,8 @@ class AgentTracer:
             ``gen_ai.tool.call.result``, as JSON text). Off by default: content may be
             sensitive.
         agent_name: ``gen_ai.agent.name`` of the run spans, also in their name.
-        agent: The agent being traced, if known: its model, session id (as
+        agent: The agent being traced, if known: its model (with ``server.address`` and
+            ``server.port`` from its ``base_url``), session id (as
             ``gen_ai.conversation.id``), tool descriptions and transcript enrich the spans.
             Without it, a request's recorded input is the messages of the current run.
     """
@@ -261,8 +263,13 @@ class AgentTracer:
             "gen_ai.provider.name": message.provider,
             "gen_ai.request.model": message.model,
         }
-        if self._agent is not None and self._agent.session_id:
-            attributes["gen_ai.conversation.id"] = self._agent.session_id
+        agent = self._agent
+        if agent is not None:
+            model = agent.state.model
+            if model.id == message.model and model.provider == message.provider:
+                attributes.update(_server_attributes(model.base_url))
+            if agent.session_id:
+                attributes["gen_ai.conversation.id"] = agent.session_id
         if self.capture_content:
             transcript = (
                 list(self._agent.state.messages) if self._agent is not None else run.messages
@@ -387,6 +394,24 @@ def instrument_agent(
 
 
 # -- attributes ------------------------------------------------------------------------
+
+
+def _server_attributes(base_url: str) -> dict[str, AttributeValue]:
+    """``server.address`` and ``server.port`` of a model's base URL (none if it has no
+    host)."""
+    try:
+        url = urllib.parse.urlsplit(base_url)
+        port = url.port
+    except ValueError:
+        return {}
+    if not url.hostname:
+        return {}
+    if port is None:
+        port = {"https": 443, "http": 80}.get(url.scheme)
+    attributes: dict[str, AttributeValue] = {"server.address": url.hostname}
+    if port is not None:
+        attributes["server.port"] = port
+    return attributes
 
 
 def _set_usage(span: Span, input: int, output: int, cache_read: int, cache_write: int) -> None:
