@@ -237,16 +237,19 @@ async def test_abort_cancels_an_in_flight_call_at_once() -> None:
         )
         updates: list[AgentToolResult] = []
 
+        aborted_at: list[float] = []
+
         def on_event(event: AgentEvent) -> None:
             if event.type == "tool_execution_update":
                 updates.append(event.partial_result)
+                aborted_at.append(trio.current_time())
                 agent.abort()  # the call is in flight: the server reported progress
 
         agent.subscribe(on_event)
-        with trio.fail_after(30):
-            started = trio.current_time()
+        with trio.fail_after(50):  # the call would take 60 s
             await agent.prompt("Sleep for a minute")
-            assert trio.current_time() - started < 10
+        # Nothing waited for the server after the abort.
+        assert trio.current_time() - aborted_at[0] < 5
         assert updates == [
             AgentToolResult(
                 content=[TextContent(text="1/2 started")],
