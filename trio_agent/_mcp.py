@@ -19,6 +19,7 @@ import attrs
 import mcp.types as mcp_types
 import trio
 from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.stdio import stdio_client
 
 from ._abort import AbortSignal
 from ._exceptions import AgentError
@@ -88,7 +89,12 @@ async def open_mcp_tools(
             f"got {server!r}"
         )
     where = _describe(server)
-    client = server if isinstance(server, Client) else Client(server)
+    if isinstance(server, Client):
+        client = server
+    elif isinstance(server, StdioServerParameters):
+        client = Client(stdio_client(server))
+    else:
+        client = Client(server)
     error: BaseException | None = None  # what the block (or listing the tools) raised
     try:
         async with AsyncExitStack() as stack:

@@ -62,7 +62,7 @@ def area(rectangle: Rectangle) -> float:
     return rectangle.width * rectangle.height
 
 
-@server.tool()
+@server.tool(structured_output=False)
 def media() -> list[TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource]:
     """Every kind of content block."""
     return [
