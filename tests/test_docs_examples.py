@@ -33,8 +33,10 @@ import trio
 import trio.testing
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = ["docs/guide.md", "docs/index.md", "README.md"]
-TYPED_PAGES = ["docs/guide.md", "README.md"]
+PAGES = ["docs/guide.md", "docs/index.md", "docs/otel.md", "README.md"]
+TYPED_PAGES = ["docs/guide.md", "docs/otel.md", "README.md"]
+# docs/mcp.md shows separate files (tests/test_mcp.py runs them): each block stands alone.
+STANDALONE_PAGES = [*TYPED_PAGES, "docs/mcp.md"]
 
 _FENCE = re.compile(r"^(`{3,})\s*([\w{}-]*)")
 _SKIP = re.compile(r"^(?:%\s*skip\b|<!--\s*skip\b)")
@@ -136,7 +138,12 @@ def test_page_examples(page: str) -> None:
 
 @pytest.mark.parametrize(
     ("page", "runnable", "with_output"),
-    [("docs/guide.md", 11, 10), ("docs/index.md", 1, 1), ("README.md", 1, 1)],
+    [
+        ("docs/guide.md", 11, 10),
+        ("docs/index.md", 1, 1),
+        ("docs/otel.md", 3, 3),
+        ("README.md", 1, 1),
+    ],
 )
 def test_pages_have_the_expected_examples(page: str, runnable: int, with_output: int) -> None:
     # A broken marker would silently drop examples or their output checks; pin the counts.
@@ -204,7 +211,7 @@ def test_page_examples_type_check(page: str, tmp_path: Path, mypy_strict: MypyRu
     assert result == ("Success: no issues found in 1 source file\n", "", 0)
 
 
-@pytest.mark.parametrize("page", TYPED_PAGES)
+@pytest.mark.parametrize("page", STANDALONE_PAGES)
 def test_every_block_stands_alone(page: str, tmp_path: Path, mypy_strict: MypyRun) -> None:
     # Each block, skipped ones included, must work when copied on its own: its imports
     # complete (mypy reports an undefined name) and its types right.

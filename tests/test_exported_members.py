@@ -10,7 +10,9 @@ import pytest
 
 import trio_agent
 import trio_agent.loop
+import trio_agent.mcp
 import trio_agent.models
+import trio_agent.otel
 import trio_agent.serialization
 import trio_agent.testing
 
@@ -64,6 +66,8 @@ EXPECTED: dict[types.ModuleType, set[str]] = {
         "EventRecorder", "FauxProvider", "FauxState", "assert_event_types", "event_types",
         "faux_assistant_message", "faux_text", "faux_thinking", "faux_tool_call",
     },
+    trio_agent.otel: {"AgentTracer", "instrument_agent"},
+    trio_agent.mcp: {"McpConnectionError", "open_mcp_tools"},
 }  # fmt: skip
 
 
@@ -93,10 +97,12 @@ def test_public_classes_and_functions_are_documented(module: types.ModuleType) -
             assert value.__module__ in public_modules, f"{name}: {value.__module__}"
 
 
-def test_testing_is_not_imported_by_trio_agent() -> None:
+def test_optional_namespaces_are_not_imported_by_trio_agent() -> None:
     import subprocess
     import sys
 
-    code = "import sys, trio_agent; print('trio_agent.testing' in sys.modules)"
+    # The test helpers, and the integrations with their optional dependencies.
+    names = ["trio_agent.testing", "trio_agent.otel", "trio_agent.mcp", "opentelemetry", "mcp"]
+    code = f"import sys, trio_agent; print([n for n in {names!r} if n in sys.modules])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert out.stdout.strip() == "False"
+    assert (out.stdout.strip(), out.stderr) == ("[]", "")
