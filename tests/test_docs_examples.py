@@ -11,7 +11,7 @@ Conventions (in the Markdown source):
 - ``async def test_*`` functions a block defines are run like pytest-trio would, with a
   ``MockClock(autojump_threshold=0)`` for an ``autojump_clock`` parameter.
 
-The Python blocks of the README and the guide must also pass ``mypy --strict``: the
+The Python blocks of every page must also pass ``mypy --strict``: the
 runnable ones as their page runs them, and every block (skipped ones too) on its own, as
 a reader would copy it.
 """
@@ -33,8 +33,8 @@ import trio
 import trio.testing
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = ["docs/guide.md", "docs/index.md", "README.md"]
-TYPED_PAGES = ["docs/guide.md", "README.md"]
+PAGES = ["docs/guide.md", "docs/agent.md", "docs/zh/agent.md", "docs/index.md", "README.md"]
+TYPED_PAGES = ["docs/guide.md", "docs/agent.md", "docs/zh/agent.md", "docs/index.md", "README.md"]
 
 _FENCE = re.compile(r"^(`{3,})\s*([\w{}-]*)")
 _SKIP = re.compile(r"^(?:%\s*skip\b|<!--\s*skip\b)")
@@ -136,7 +136,13 @@ def test_page_examples(page: str) -> None:
 
 @pytest.mark.parametrize(
     ("page", "runnable", "with_output"),
-    [("docs/guide.md", 11, 10), ("docs/index.md", 1, 1), ("README.md", 1, 1)],
+    [
+        ("docs/guide.md", 11, 10),
+        ("docs/agent.md", 13, 13),
+        ("docs/zh/agent.md", 13, 13),
+        ("docs/index.md", 1, 1),
+        ("README.md", 1, 1),
+    ],
 )
 def test_pages_have_the_expected_examples(page: str, runnable: int, with_output: int) -> None:
     # A broken marker would silently drop examples or their output checks; pin the counts.
@@ -220,3 +226,74 @@ def test_every_block_stands_alone(page: str, tmp_path: Path, mypy_strict: MypyRu
         sources.append(str(source))
     result = mypy_strict(sources)
     assert result == (f"Success: no issues found in {len(sources)} source files\n", "", 0)
+
+
+# ---------------------------------------------------------------------------------------
+# The Chinese edition of the Agent chapter
+
+
+_LABEL = re.compile(r"^\((zh-)?(agent-[\w-]+)\)=$", re.M)
+
+
+def _python_and_output(page: str) -> list[tuple[str, str | None]]:
+    found = examples((ROOT / page).read_text(encoding="utf-8"))
+    return [(example.code, example.expected_output) for example in found]
+
+
+def test_chinese_edition_has_the_same_examples() -> None:
+    # Same code, same printed output: the Chinese page runs the English page's examples.
+    assert _python_and_output("docs/zh/agent.md") == _python_and_output("docs/agent.md")
+
+
+def test_chinese_edition_has_every_section() -> None:
+    english = [label for prefix, label in _LABEL.findall(_read("docs/agent.md")) if not prefix]
+    chinese = [label for prefix, label in _LABEL.findall(_read("docs/zh/agent.md")) if prefix]
+    assert len(english) == 14
+    assert chinese == english
+
+
+def _read(page: str) -> str:
+    return (ROOT / page).read_text(encoding="utf-8")
+
+
+# ---------------------------------------------------------------------------------------
+# README's two commands and CI
+
+
+def _readme_commands() -> list[str]:
+    setup = _read("README.md").split("## Set up", 1)[1].split("\n## ", 1)[0]
+    return [
+        block.code.strip()
+        for block in parse_blocks(setup)
+        if block.language == "sh" and "venv" not in block.code
+    ]
+
+
+def test_readme_has_two_commands() -> None:
+    install_and_run, install_and_test = _readme_commands()
+    assert install_and_run.endswith('trio-agent run "What is the weather in Paris?"')
+    assert install_and_test.endswith("python3 -m pytest")
+    assert "\n" not in install_and_run + install_and_test
+
+
+def test_readme_test_command_installs_the_test_groups() -> None:
+    # Everything the ``test`` and ``docs`` dependency groups name, so the docs tests run too.
+    import tomllib
+
+    groups = tomllib.loads(_read("pyproject.toml"))["dependency-groups"]
+    wanted = {
+        re.split(r"[<>=!~\[; ]", requirement, maxsplit=1)[0]
+        for group in ("test", "docs")
+        for requirement in groups[group]
+        if isinstance(requirement, str)
+    }
+    installed = set(_readme_commands()[1].split(" && ")[0].split()[4:])
+    assert wanted <= installed
+
+
+def test_ci_runs_the_readme_commands() -> None:
+    ci = [line.strip() for line in _read(".ci/run").splitlines()]
+    commands = [line for line in ci if line and not line.startswith("#")]
+    first, second = _readme_commands()
+    assert commands.index(first) + 1 == commands.index(second)
+    assert commands[-1] == "nox -s lint typecheck"
