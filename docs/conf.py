@@ -13,6 +13,7 @@ from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.pycode import ModuleAnalyzer
 from sphinx.transforms import SphinxTransform
+from sphinx.util.inspect import TypeAliasForwardRef
 from sphinx.util.typing import stringify_annotation
 
 import trio_agent
@@ -75,6 +76,10 @@ def _type_aliases() -> dict[str, str]:
 
 
 autodoc_type_aliases = _type_aliases()
+# Sphinx 9 renders an alias it resolved through ``autodoc_type_aliases`` by its repr,
+# ``TypeAliasForwardRef('trio_agent.StreamFn')``, wherever it is not a whole annotation
+# (``list[AgentMessage]``, property types). Render it as a short cross-reference instead.
+TypeAliasForwardRef.__repr__ = lambda self: f"~{self.name}"  # type: ignore[method-assign]
 
 # No intersphinx: the build must work offline (CI, fresh clones) and -W would turn an
 # unreachable inventory into an error.
@@ -208,14 +213,8 @@ def _process_signature(
     signature: str | None,
     return_annotation: str | None,
 ) -> tuple[str | None, str | None] | None:
-    alias = re.compile(r"TypeAliasForwardRef\('[\w.]*?(\w+)'\)")
-    if return_annotation is not None:
-        return_annotation = alias.sub(r"\1", return_annotation)
     if signature is None:
         return signature, return_annotation
-    # Sphinx 9 renders an alias of ``autodoc_type_aliases`` as
-    # ``TypeAliasForwardRef('trio_agent.StreamFn')``; keep only its name.
-    signature = alias.sub(r"\1", signature)
     # A function default renders as ``<function f>``, which is no Python.
     signature = re.sub(r"<function (\w+)(?: at 0x[0-9a-f]+)?>", r"\1", signature)
     # attrs gives factory defaults the sentinel ``NOTHING``; say what the factory makes.
