@@ -225,7 +225,8 @@ def test_every_block_stands_alone(page: str, tmp_path: Path, mypy_strict: MypyRu
         source.write_text(block.code, encoding="utf-8")
         sources.append(str(source))
     result = mypy_strict(sources)
-    assert result == (f"Success: no issues found in {len(sources)} source files\n", "", 0)
+    files = "1 source file" if len(sources) == 1 else f"{len(sources)} source files"
+    assert result == (f"Success: no issues found in {files}\n", "", 0)
 
 
 # ---------------------------------------------------------------------------------------
