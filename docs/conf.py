@@ -88,6 +88,8 @@ TypeAliasForwardRef.__repr__ = lambda self: f"~{self.name}"  # type: ignore[meth
 html_theme = "furo"
 html_title = "trio_agent"
 html_theme_options = {"sidebar_hide_name": False}
+html_static_path = ["_static"]
+html_css_files = ["wide-code.css"]
 
 
 # -- Where a public name is defined ----------------------------------------------------------
