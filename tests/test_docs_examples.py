@@ -138,8 +138,8 @@ def test_page_examples(page: str) -> None:
     ("page", "runnable", "with_output"),
     [
         ("docs/guide.md", 11, 10),
-        ("docs/agent.md", 13, 13),
-        ("docs/zh/agent.md", 13, 13),
+        ("docs/agent.md", 14, 14),
+        ("docs/zh/agent.md", 14, 14),
         ("docs/index.md", 1, 1),
         ("README.md", 1, 1),
     ],
@@ -298,3 +298,14 @@ def test_ci_runs_the_readme_commands() -> None:
     first, second = _readme_commands()
     assert commands.index(first) + 1 == commands.index(second)
     assert commands[-1] == "nox -s lint typecheck"
+
+
+def test_every_agent_section_has_a_tested_example() -> None:
+    # The reading order is a list of files; every other section shows its subject at work.
+    sections = re.split(r"^\((agent-[\w-]+)\)=$", _read("docs/agent.md"), flags=re.M)[1:]
+    without = [
+        label
+        for label, body in zip(sections[::2], sections[1::2], strict=True)
+        if not examples(body) and label != "agent-reading"
+    ]
+    assert without == []
