@@ -11,7 +11,7 @@ Conventions (in the Markdown source):
 - ``async def test_*`` functions a block defines are run like pytest-trio would, with a
   ``MockClock(autojump_threshold=0)`` for an ``autojump_clock`` parameter.
 
-The Python blocks of the README and the guide must also pass ``mypy --strict``: the
+The Python blocks of every page must also pass ``mypy --strict``: the
 runnable ones as their page runs them, and every block (skipped ones too) on its own, as
 a reader would copy it.
 """
@@ -33,11 +33,6 @@ import trio
 import trio.testing
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = ["docs/guide.md", "docs/index.md", "docs/otel.md", "README.md"]
-TYPED_PAGES = ["docs/guide.md", "docs/otel.md", "README.md"]
-# docs/mcp.md shows separate files (tests/test_mcp.py runs them): each block stands alone.
-STANDALONE_PAGES = [*TYPED_PAGES, "docs/mcp.md"]
-
 _FENCE = re.compile(r"^(`{3,})\s*([\w{}-]*)")
 _SKIP = re.compile(r"^(?:%\s*skip\b|<!--\s*skip\b)")
 _OUTPUT = re.compile(r"^(?:%\s*output|<!--\s*output\s*-->)\s*$")
@@ -131,15 +126,42 @@ def run_page(path: Path) -> int:
     return len(found)
 
 
+# Every page: README.md and every Markdown page of the documentation, in every language.
+_DOCS_PAGES = sorted(
+    str(path.relative_to(ROOT))
+    for path in (ROOT / "docs").rglob("*.md")
+    if "_build" not in path.relative_to(ROOT / "docs").parts
+)
+# docs/mcp.md shows separate files (tests/test_mcp.py runs them): each block stands alone.
+_SEPARATE_FILES = ["docs/mcp.md"]
+PAGES = ["README.md", *(page for page in _DOCS_PAGES if page not in _SEPARATE_FILES)]
+# The pages with Python examples, which must all run and type-check.
+TYPED_PAGES = [
+    page
+    for page in PAGES
+    if any(
+        block.language == "python"
+        for block in parse_blocks((ROOT / page).read_text(encoding="utf-8"))
+    )
+]
+STANDALONE_PAGES = [*TYPED_PAGES, *_SEPARATE_FILES]
+
+
 @pytest.mark.parametrize("page", PAGES)
 def test_page_examples(page: str) -> None:
-    assert run_page(ROOT / page) > 0
+    run_page(ROOT / page)  # the pinned counts below make sure the examples are found
+
+
+def test_the_pages_with_examples() -> None:
+    assert {"README.md", "docs/guide.md", "docs/agent.md", "docs/zh/agent.md"} <= set(TYPED_PAGES)
 
 
 @pytest.mark.parametrize(
     ("page", "runnable", "with_output"),
     [
         ("docs/guide.md", 11, 10),
+        ("docs/agent.md", 14, 14),
+        ("docs/zh/agent.md", 14, 14),
         ("docs/index.md", 1, 1),
         ("docs/otel.md", 3, 3),
         ("README.md", 1, 1),
@@ -226,4 +248,87 @@ def test_every_block_stands_alone(page: str, tmp_path: Path, mypy_strict: MypyRu
         source.write_text(block.code, encoding="utf-8")
         sources.append(str(source))
     result = mypy_strict(sources)
-    assert result == (f"Success: no issues found in {len(sources)} source files\n", "", 0)
+    files = "1 source file" if len(sources) == 1 else f"{len(sources)} source files"
+    assert result == (f"Success: no issues found in {files}\n", "", 0)
+
+
+# ---------------------------------------------------------------------------------------
+# The Chinese edition of the Agent chapter
+
+
+_LABEL = re.compile(r"^\((zh-)?(agent-[\w-]+)\)=$", re.M)
+
+
+def _python_and_output(page: str) -> list[tuple[str, str | None]]:
+    found = examples((ROOT / page).read_text(encoding="utf-8"))
+    return [(example.code, example.expected_output) for example in found]
+
+
+def test_chinese_edition_has_the_same_examples() -> None:
+    # Same code, same printed output: the Chinese page runs the English page's examples.
+    assert _python_and_output("docs/zh/agent.md") == _python_and_output("docs/agent.md")
+
+
+def test_chinese_edition_has_every_section() -> None:
+    english = [label for prefix, label in _LABEL.findall(_read("docs/agent.md")) if not prefix]
+    chinese = [label for prefix, label in _LABEL.findall(_read("docs/zh/agent.md")) if prefix]
+    assert len(english) == 14
+    assert chinese == english
+
+
+def _read(page: str) -> str:
+    return (ROOT / page).read_text(encoding="utf-8")
+
+
+# ---------------------------------------------------------------------------------------
+# README's two commands and CI
+
+
+def _readme_commands() -> list[str]:
+    setup = _read("README.md").split("## Set up", 1)[1].split("\n## ", 1)[0]
+    return [
+        block.code.strip()
+        for block in parse_blocks(setup)
+        if block.language == "sh" and "venv" not in block.code
+    ]
+
+
+def test_readme_has_two_commands() -> None:
+    install_and_run, install_and_test = _readme_commands()
+    assert install_and_run.endswith('trio-agent run "What is the weather in Paris?"')
+    assert install_and_test.endswith("python3 -m pytest")
+    assert "\n" not in install_and_run + install_and_test
+
+
+def test_readme_test_command_installs_the_test_groups() -> None:
+    # Everything the ``test`` and ``docs`` dependency groups name, so the docs tests run too.
+    import tomllib
+
+    groups = tomllib.loads(_read("pyproject.toml"))["dependency-groups"]
+    wanted = {
+        re.split(r"[<>=!~\[; ]", requirement, maxsplit=1)[0]
+        for group in ("test", "docs")
+        for requirement in groups[group]
+        if isinstance(requirement, str)
+    }
+    installed = set(_readme_commands()[1].split(" && ")[0].split()[4:])
+    assert wanted <= installed
+
+
+def test_ci_runs_the_readme_commands() -> None:
+    ci = [line.strip() for line in _read(".ci/run").splitlines()]
+    commands = [line for line in ci if line and not line.startswith("#")]
+    first, second = _readme_commands()
+    assert commands.index(first) + 1 == commands.index(second)
+    assert commands[-1] == "nox -s lint typecheck"
+
+
+def test_every_agent_section_has_a_tested_example() -> None:
+    # The reading order is a list of files; every other section shows its subject at work.
+    sections = re.split(r"^\((agent-[\w-]+)\)=$", _read("docs/agent.md"), flags=re.M)[1:]
+    without = [
+        label
+        for label, body in zip(sections[::2], sections[1::2], strict=True)
+        if not examples(body) and label != "agent-reading"
+    ]
+    assert without == []
