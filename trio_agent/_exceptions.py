@@ -6,7 +6,9 @@ The hierarchy::
     ├── AgentBusyError              a run is active (prompt/continue_/reset while busy)
     ├── NothingToContinueError      continue_() has nothing to continue from
     ├── ToolArgumentsError          tool-call arguments failed validation (also ValueError)
-    └── SerializationError          malformed JSON, unknown role/type (also ValueError)
+    ├── SerializationError          malformed JSON, unknown role/type (also ValueError)
+    └── McpConnectionError          an MCP server cannot be reached or listed
+                                    (trio_agent.mcp, with the ``mcp`` extra)
 
 Provider failures are never raised: a stream function encodes them in its final
 message (``stop_reason`` ``"error"`` or ``"aborted"`` with ``error_message``).
