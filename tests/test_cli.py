@@ -351,6 +351,31 @@ async def test_api_key_option_is_sent_and_never_printed(compat_server: _CompatSe
     assert "sk-secret-1" not in out
 
 
+async def test_a_real_model_gets_no_demo_tools_unless_asked(compat_server: _CompatServer) -> None:
+    base_url = f"http://127.0.0.1:{compat_server.port}/v1"
+    argv = ["run", "--model", "local/llama3", "--base-url", base_url]
+    assert await _run([*argv, "hello"]) == (0, "Hi there.\n", "")
+    assert await _run([*argv, "--demo-tools", "hello"]) == (0, "Hi there.\n", "")
+    without, with_tools = (body for _, _, body in compat_server.requests)
+    assert "tools" not in without
+    messages = without["messages"]
+    assert isinstance(messages, list)
+    assert messages[0] == {"role": "system", "content": "You are a helpful assistant."}
+    tools = with_tools["tools"]
+    assert isinstance(tools, list)
+    assert [tool["function"]["name"] for tool in tools] == ["get_weather", "calculate", "get_time"]
+
+
+async def test_temperature_and_max_retries_reach_the_request(
+    compat_server: _CompatServer,
+) -> None:
+    base_url = f"http://127.0.0.1:{compat_server.port}/v1"
+    argv = ["run", "--model", "local/llama3", "--base-url", base_url, "--temperature", "0.25"]
+    assert await _run([*argv, "--max-retries", "3", "hello"]) == (0, "Hi there.\n", "")
+    [(_, _, body)] = compat_server.requests
+    assert body["temperature"] == 0.25
+
+
 # ---------------------------------------------------------------------------------------
 # Sessions
 
