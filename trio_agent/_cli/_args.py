@@ -150,7 +150,27 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
-    common = argparse.ArgumentParser(add_help=False)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    run = commands.add_parser("run", help="run one prompt", description="Run one prompt.")
+    run.add_argument("prompt", metavar="PROMPT", help="the user message ('-' reads it from stdin)")
+    chat = commands.add_parser(
+        "chat",
+        help="an interactive conversation (or prompts from stdin, one per line)",
+        description=(
+            "Read prompts from the terminal with line editing and history, or from stdin, "
+            "one per line; a line ending in a backslash continues on the next line. Blank "
+            "lines are ignored; /quit, Ctrl-D or the end of input exits. Lines typed while "
+            "the agent works are queued as steering. /help lists the commands."
+        ),
+    )
+    for command in (run, chat):
+        _add_options(command)
+        command.set_defaults(**{COMMAND_PARSER: command})
+    return parser
+
+
+def _add_options(common: argparse.ArgumentParser) -> None:
+    """The options that ``run`` and ``chat`` share."""
     model = common.add_argument_group("model")
     model.add_argument(
         "--model",
@@ -246,25 +266,6 @@ def build_parser() -> argparse.ArgumentParser:
         default="auto",
         help="colour the output (default: auto, i.e. on a terminal unless NO_COLOR is set)",
     )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    run = commands.add_parser(
-        "run", parents=[common], help="run one prompt", description="Run one prompt."
-    )
-    run.add_argument("prompt", metavar="PROMPT", help="the user message ('-' reads it from stdin)")
-    chat = commands.add_parser(
-        "chat",
-        parents=[common],
-        help="an interactive conversation (or prompts from stdin, one per line)",
-        description=(
-            "Read prompts from the terminal with line editing and history, or from stdin, "
-            "one per line; a line ending in a backslash continues on the next line. Blank "
-            "lines are ignored; /quit, Ctrl-D or the end of input exits. Lines typed while "
-            "the agent works are queued as steering. /help lists the commands."
-        ),
-    )
-    for command in (run, chat):
-        command.set_defaults(**{COMMAND_PARSER: command})
-    return parser
 
 
 # ---------------------------------------------------------------------------------------

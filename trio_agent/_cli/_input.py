@@ -257,7 +257,10 @@ class TerminalInput:
 
     async def read_while_busy(self) -> str | None:
         """The next line typed while the agent works, read without echo (the terminal
-        stays quiet until the next :meth:`read`)."""
+        stays quiet until the next :meth:`read`). Without ``termios`` (not POSIX), lines
+        typed during a run wait for it to end."""
+        if termios is None:  # pragma: no cover
+            await trio.sleep_forever()
         self._quiet()
         while not self._pending_lines:
             await trio.lowlevel.wait_readable(self.fd)
