@@ -111,8 +111,14 @@ def test_typing_during_a_streamed_answer_is_queued_not_echoed(tmp_path: Path) ->
     streamed_so_far = child.before
     child.expect_exact("to talk to a real model.")  # the answer went on
     _expect(child, "[steer] What is the weather in Tokyo?")  # delivered
+    # Typed while the answer streams, without Enter: it waits in the next prompt.
+    child.send("What is 2 + 2?")
     _expect(child, "humid and overcast")
     _expect(child, "[usage] ")
+    child.expect_exact(PROMPT)
+    child.expect_exact("What is 2 + 2?")
+    child.send("\r")
+    child.expect_exact("2 + 2 = 4.")
     child.expect_exact(PROMPT)
     child.send("/quit\r")
     child.expect(pexpect.EOF)

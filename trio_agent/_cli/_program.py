@@ -265,7 +265,7 @@ class Program:
 
     def _prompt(self, *, continuation: bool = False) -> str:
         text = "... " if continuation else "> "
-        if not self.renderer.style.enabled:
+        if not self.renderer.style.enabled or not _isatty(self.renderer.stdout):
             return text
         # \x01 ... \x02 tell readline that the colour codes take no room.
         return "\x01\x1b[1;32m\x02" + text + "\x01\x1b[0m\x02"
@@ -394,3 +394,11 @@ def _save_target(text: str) -> Path:
     path = Path(os.path.expanduser(text))
     check_session_directory(path)
     return path
+
+
+def _isatty(stream: object) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty is not None and isatty())
+    except (OSError, ValueError):
+        return False
