@@ -183,3 +183,19 @@ def test_slash_commands(tmp_path: Path) -> None:
     child.close()
     assert child.exitstatus == 0
     assert _users(saved) == ["What is 2 * 21?"]
+
+
+def test_a_chat_that_said_nothing_is_not_saved(tmp_path: Path) -> None:
+    child = _spawn(tmp_path)
+    _expect(child, "[session] saving to ")
+    child.expect_exact(PROMPT)
+    child.send("/thinking low\r")
+    _expect(child, "[thinking] low")
+    child.expect_exact(PROMPT)
+    child.send(CTRL_D)
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    sessions = tmp_path / "state" / "trio-agent" / "sessions"
+    assert sessions.is_dir()
+    assert list(sessions.iterdir()) == []

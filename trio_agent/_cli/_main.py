@@ -115,19 +115,23 @@ class _Models:
         self.demo = demo
         self.models = models
 
-    def choose(self, spec: ModelSpec | None, base_url: str | None = None) -> Model:
+    def choose(
+        self, spec: ModelSpec | None, base_url: str | None = None, api: str | None = None
+    ) -> Model:
         if is_demo_spec(spec, base_url):
             return self.demo.model
         assert spec is not None
         if spec.provider == self.demo.model.provider and base_url is None:
             raise UsageError(unknown_faux_model(spec))
-        return resolve_model(spec, self.models, base_url=base_url, api=self.args.api)
+        return resolve_model(spec, self.models, base_url=base_url, api=api)
 
     def choose_with_tools(self, spec: ModelSpec) -> tuple[Model, list[AgentTool]]:
-        """``/model``: the model, and the tools it gets (the base URL of the command line
-        applies only to the model it was given for)."""
-        base_url = self.args.base_url if spec == self.args.model else None
-        model = self.choose(spec, base_url)
+        """``/model``: the model, and the tools it gets (``--base-url`` and ``--api``
+        apply only to the model of ``--model``)."""
+        same = spec == self.args.model
+        model = self.choose(
+            spec, self.args.base_url if same else None, self.args.api if same else None
+        )
         return model, tools_for(model is self.demo.model, self.args)
 
     def stream(
@@ -201,7 +205,7 @@ async def _run_program(
     async with Models() as catalog:
         demo_model = DemoModel(tokens_per_second=args.tokens_per_second)
         models = _Models(args, demo_model, catalog)
-        model = models.choose(args.model, args.base_url)
+        model = models.choose(args.model, args.base_url, args.api)
         demo = model is demo_model.model
         tools = tools_for(demo, args)
         agent = Agent(
@@ -227,6 +231,7 @@ async def _run_program(
             interactive=interactive,
             show_usage=show_usage and not args.json,
             choose_model=models.choose_with_tools,
+            new_session_only=autosave,
         )
         if interactive and not args.json:
             renderer.notice(renderer.style("bold", _banner(args, agent, demo)))

@@ -68,6 +68,7 @@ class _Options:
     interactive: bool
     show_usage: bool
     choose_model: ModelChooser | None
+    new_session_only: bool
 
 
 class Program:
@@ -80,6 +81,8 @@ class Program:
         interactive: ``chat`` reads from a person: lines typed during a run steer it.
         show_usage: Print a usage line after every run.
         choose_model: What ``/model`` uses (``None``: the command is unavailable).
+        new_session_only: ``session`` is a new file of the sessions directory: it is
+            not written until something was said.
     """
 
     def __init__(
@@ -91,6 +94,7 @@ class Program:
         interactive: bool = False,
         show_usage: bool = False,
         choose_model: ModelChooser | None = None,
+        new_session_only: bool = False,
     ) -> None:
         self.agent = agent
         self.renderer = renderer
@@ -99,6 +103,7 @@ class Program:
             interactive=interactive,
             show_usage=show_usage,
             choose_model=choose_model,
+            new_session_only=new_session_only,
         )
         self._scope = trio.CancelScope()
         self._abort_requested = False
@@ -159,10 +164,13 @@ class Program:
         Returns 0, or 1 after reporting an error.
         """
         session = self.options.session
-        if session is None:
+        if session is None or (self.options.new_session_only and not self._said_anything()):
             await trio.lowlevel.checkpoint()
             return EXIT_OK
         return await self._save(session)
+
+    def _said_anything(self) -> bool:
+        return any(message.role != "system" for message in self.agent.state.messages)
 
     async def _save(self, path: Path) -> int:
         messages = list(self.agent.state.messages)
