@@ -354,7 +354,8 @@ async def test_chat_commands(tmp_path: Path, autojump_clock: trio.abc.Clock) -> 
         "/model",
         "/thinking loud",
         "/thinking low",
-        "What is 3 + 4?",
+        "/followup",
+        "/followup What is 3 + 4?",  # idle: simply the next prompt
         f"/save {saved}",
         f"/save {tmp_path / 'missing' / 'x.jsonl'}",
         "/reset",
@@ -373,7 +374,8 @@ async def test_chat_commands(tmp_path: Path, autojump_clock: trio.abc.Clock) -> 
         "[error] /model needs PROVIDER/ID\n"
         "[error] unknown thinking level 'loud' (one of: off, minimal, low, medium, high, "
         "xhigh, max)\n"
-        "[thinking] low\n" + ADD_ERR + f"[saved] 5 messages to {str(saved)!r}\n"
+        "[thinking] low\n"
+        "[error] /followup needs TEXT\n" + ADD_ERR + f"[saved] 5 messages to {str(saved)!r}\n"
         f"[error] cannot write session {str(tmp_path / 'missing' / 'x.jsonl')!r}: directory "
         f"{str(tmp_path / 'missing')!r} does not exist\n"
         "[reset] the conversation is cleared\n"

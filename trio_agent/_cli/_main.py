@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import os
 import sys
 from collections.abc import AsyncIterable, Sequence
@@ -142,7 +143,7 @@ class _Models:
         return self.models.stream_simple(model, context, options)
 
 
-def _banner(args: argparse.Namespace, agent: Agent, demo: bool) -> str:
+def _banner(agent: Agent, demo: bool) -> str:
     model = agent.state.model
     tools = ", ".join(tool.name for tool in agent.state.tools) or "none"
     if demo:
@@ -234,12 +235,14 @@ async def _run_program(
             new_session_only=autosave,
         )
         if interactive and not args.json:
-            renderer.notice(renderer.style("bold", _banner(args, agent, demo)))
+            renderer.notice(renderer.style("bold", _banner(agent, demo)))
         if messages and not args.json:
             renderer.info("session", f"resumed {len(messages)} messages from {str(session)!r}")
         elif autosave and session is not None:
             try:
-                session.parent.mkdir(parents=True, exist_ok=True)
+                await trio.to_thread.run_sync(
+                    functools.partial(session.parent.mkdir, parents=True, exist_ok=True)
+                )
             except OSError as exc:
                 renderer.error(f"cannot save the chat in {str(session.parent)!r}: {exc.strerror}")
                 program.options = attrs.evolve(program.options, session=None)

@@ -238,6 +238,8 @@ class Program:
             if entry is None:
                 break
             parsed = parse_entry(entry)
+            if isinstance(parsed, Command) and parsed.name == "/followup" and parsed.argument:
+                parsed = parsed.argument  # nothing runs: a follow-up is the next prompt
             if isinstance(parsed, Command):
                 if await self._command(parsed):
                     break
@@ -337,7 +339,7 @@ class Program:
     async def _command(self, command: Command) -> bool:
         """Run a command typed while idle; return True to end the chat."""
         name, argument = command.name, command.argument
-        needs_argument = name in COMMANDS and COMMANDS[name][0] and name != "/followup"
+        needs_argument = name in COMMANDS and COMMANDS[name][0]
         if name not in COMMANDS or (needs_argument and not argument):
             self._command_error(command)
         elif name == "/quit":
@@ -361,12 +363,6 @@ class Program:
                 self.renderer.info("thinking", argument)
         elif name == "/save":
             await self._save_as(argument)
-        elif name == "/followup":
-            if not argument:
-                self._command_error(command)
-            else:  # nothing runs: a follow-up is simply the next prompt
-                await self._run_agent(lambda: self.agent.prompt(argument))
-                await self.persist()
         return False
 
     def _switch_model(self, text: str) -> None:
