@@ -274,6 +274,8 @@ class Program:
                 return entry
 
     def _prompt(self, *, continuation: bool = False) -> str:
+        if self.renderer.json_lines:
+            return ""  # stdout holds only JSON lines
         text = "... " if continuation else "> "
         if not self.renderer.style.enabled or not _isatty(self.renderer.stdout):
             return text
