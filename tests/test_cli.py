@@ -6,6 +6,7 @@ import errno
 import io
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -54,7 +55,7 @@ WEATHER_OUT = (
 )
 WEATHER_ERR = (
     '[tool call] get_weather {"city":"Paris"}\n'
-    "[tool result] get_weather: partly cloudy, 18 degrees Celsius, wind 11 km/h\n"
+    "[tool result] get_weather (0 ms): partly cloudy, 18 degrees Celsius, wind 11 km/h\n"
 )
 HELLO_OUT = (
     'You said: "hello". I am the offline demo model of trio-agent, so I only know a few '
@@ -63,9 +64,15 @@ HELLO_OUT = (
     "model.\n"
 )
 ADD_OUT = "Let me calculate 3 + 4.\n3 + 4 = 7.\n"
-ADD_ERR = '[tool call] calculate {"expression":"3 + 4"}\n[tool result] calculate: 7\n'
+ADD_ERR = '[tool call] calculate {"expression":"3 + 4"}\n[tool result] calculate (0 ms): 7\n'
 
 POSIX_ONLY = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+_DURATION = re.compile(r" \(\d+ ms\):")
+
+
+def _ms(text: str) -> str:
+    """Tool durations on the real clock vary: write them all as 0 ms."""
+    return _DURATION.sub(" (0 ms):", text)
 
 
 def _python_m(*args: str) -> list[str]:
@@ -139,7 +146,7 @@ async def test_run_without_tools_gets_no_tool_calls(autojump_clock: trio.abc.Clo
 def test_main_in_process(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "--tokens-per-second", "100000", WEATHER_PROMPT]) == 0
     captured = capsys.readouterr()
-    assert (captured.out, captured.err) == (WEATHER_OUT, WEATHER_ERR)
+    assert (captured.out, _ms(captured.err)) == (WEATHER_OUT, WEATHER_ERR)
 
 
 def test_main_json_lines(capsys: pytest.CaptureFixture[str]) -> None:
@@ -344,6 +351,31 @@ async def test_api_key_option_is_sent_and_never_printed(compat_server: _CompatSe
     assert "sk-secret-1" not in out
 
 
+async def test_a_real_model_gets_no_demo_tools_unless_asked(compat_server: _CompatServer) -> None:
+    base_url = f"http://127.0.0.1:{compat_server.port}/v1"
+    argv = ["run", "--model", "local/llama3", "--base-url", base_url]
+    assert await _run([*argv, "hello"]) == (0, "Hi there.\n", "")
+    assert await _run([*argv, "--demo-tools", "hello"]) == (0, "Hi there.\n", "")
+    without, with_tools = (body for _, _, body in compat_server.requests)
+    assert "tools" not in without
+    messages = without["messages"]
+    assert isinstance(messages, list)
+    assert messages[0] == {"role": "system", "content": "You are a helpful assistant."}
+    tools = with_tools["tools"]
+    assert isinstance(tools, list)
+    assert [tool["function"]["name"] for tool in tools] == ["get_weather", "calculate", "get_time"]
+
+
+async def test_temperature_and_max_retries_reach_the_request(
+    compat_server: _CompatServer,
+) -> None:
+    base_url = f"http://127.0.0.1:{compat_server.port}/v1"
+    argv = ["run", "--model", "local/llama3", "--base-url", base_url, "--temperature", "0.25"]
+    assert await _run([*argv, "--max-retries", "3", "hello"]) == (0, "Hi there.\n", "")
+    [(_, _, body)] = compat_server.requests
+    assert body["temperature"] == 0.25
+
+
 # ---------------------------------------------------------------------------------------
 # Sessions
 
@@ -451,7 +483,7 @@ async def test_chat_runs_one_prompt_per_line(
 ) -> None:
     session = tmp_path / "s.jsonl"
     send, receive = trio.open_memory_channel[str](10)
-    for line in ["hello\n", "What is 3 + 4?\n", "\n", "never read\n"]:
+    for line in ["hello\n", "\n", "  \n", "What is 3 + 4?\n", "/quit\n", "never read\n"]:
         send.send_nowait(line)
     status, out, err = await _run(["chat", "--session", str(session)], lines=receive)
     assert (status, out, err) == (0, HELLO_OUT + ADD_OUT, ADD_ERR)
@@ -485,6 +517,7 @@ async def test_chat_steers_the_running_agent(autojump_clock: trio.abc.Clock) -> 
                 handle_signals=False,
                 lines=receive,
                 interactive=True,
+                show_usage=False,
             )
         )
 
@@ -496,18 +529,20 @@ async def test_chat_steers_the_running_agent(autojump_clock: trio.abc.Clock) -> 
         await trio.sleep(5)
         await send.aclose()
     assert statuses == [0]
-    before, steer, after = terminal.getvalue().partition(f"[steer] {WEATHER_PROMPT}\n")
+    banner, _, rest = terminal.getvalue().partition("/quit exits.\n")
+    assert banner.startswith("trio-agent 0.1.0 · faux/demo, the offline demo model")
+    before, queued, after = rest.partition(f"[queued steer] {WEATHER_PROMPT}\n")
     # The acknowledgement interrupts the answer on a line of its own; the answer goes on.
-    assert steer
-    assert before.startswith("> ") and before.endswith("\n")
-    head = before[2:-1]
+    assert queued
+    assert before.endswith("\n")
+    head = before[:-1]
     assert 0 < len(head) < len(HELLO_OUT) - 1 and HELLO_OUT.startswith(head)
     assert after == (
         HELLO_OUT[len(head) :]
+        + f"[steer] {WEATHER_PROMPT}\n"
         + "Let me check the weather in Paris.\n"
         + WEATHER_ERR
         + "The weather in Paris: partly cloudy, 18 degrees Celsius, wind 11 km/h (demo data).\n"
-        + "> "
     )
 
 
@@ -517,15 +552,14 @@ def _text_delta(delta: str) -> MessageUpdateEvent:
     return MessageUpdateEvent(message=partial, assistant_message_event=update)
 
 
-def test_notice_after_terminal_input_needs_no_extra_line_break() -> None:
+def test_a_notice_ends_the_half_written_answer_line_first() -> None:
     terminal = io.StringIO()
     renderer = Renderer(terminal, terminal, json_lines=False)
     renderer(_text_delta("Hel"))
-    renderer.input_line_ended()  # the echo of Enter started a new line
-    renderer.notice("[steer] a")
-    renderer(_text_delta("lo"))
-    renderer.notice("[steer] b")  # text came after the Enter: break the line first
-    assert terminal.getvalue() == "Hel[steer] a\nlo\n[steer] b\n"
+    renderer.notice("[queued steer] a")
+    renderer(_text_delta("lo\n"))
+    renderer.notice("[queued steer] b")  # the line is complete: no extra break
+    assert terminal.getvalue() == "Hel\n[queued steer] a\nlo\n[queued steer] b\n"
 
 
 async def test_read_lines_reports_each_line_before_sending_it() -> None:
@@ -553,7 +587,7 @@ async def test_chat_quit_while_running_aborts(autojump_clock: trio.abc.Clock) ->
     assert out.endswith("\n")
     assert HELLO_OUT.startswith(out[:-1])
     assert 0 < len(out) - 1 < len(HELLO_OUT) - 1
-    assert err == "> [aborted] Request was aborted\n"
+    assert err.endswith("/quit exits.\n[aborted] Request was aborted\n")
 
 
 # ---------------------------------------------------------------------------------------
@@ -632,7 +666,7 @@ def test_python_m_trio_agent_run() -> None:
         timeout=60,
         env=_subprocess_env(),
     )
-    assert (result.returncode, result.stdout, result.stderr) == (0, WEATHER_OUT, WEATHER_ERR)
+    assert (result.returncode, result.stdout, _ms(result.stderr)) == (0, WEATHER_OUT, WEATHER_ERR)
 
 
 def test_console_script() -> None:
@@ -642,7 +676,7 @@ def test_console_script() -> None:
     result = subprocess.run(
         [script, "run", WEATHER_PROMPT], capture_output=True, text=True, timeout=60
     )
-    assert (result.returncode, result.stdout, result.stderr) == (0, WEATHER_OUT, WEATHER_ERR)
+    assert (result.returncode, result.stdout, _ms(result.stderr)) == (0, WEATHER_OUT, WEATHER_ERR)
 
 
 def test_python_m_chat_over_piped_stdin() -> None:
@@ -654,7 +688,11 @@ def test_python_m_chat_over_piped_stdin() -> None:
         timeout=60,
         env=_subprocess_env(),
     )
-    assert (result.returncode, result.stdout, result.stderr) == (0, HELLO_OUT + ADD_OUT, ADD_ERR)
+    assert (result.returncode, result.stdout, _ms(result.stderr)) == (
+        0,
+        HELLO_OUT + ADD_OUT,
+        ADD_ERR,
+    )
 
 
 def test_python_m_json_lines() -> None:

@@ -170,7 +170,8 @@ async def get_time() -> str:
 
 
 DEMO_TOOLS: tuple[AgentTool, ...] = (get_weather, calculate, get_time)
-"""The built-in tools of the program (given to every model unless ``--no-tools``)."""
+"""The built-in tools of the program (given to the demo model unless ``--no-tools``, and
+to any model with ``--demo-tools``)."""
 
 # ---------------------------------------------------------------------------------------
 # The scripted model

@@ -1,0 +1,201 @@
+"""``trio-agent chat`` under a real pseudo-terminal, as a person uses it (offline demo model)."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from trio_agent import UserMessage, content_text
+from trio_agent.serialization import load_transcript
+
+pexpect = pytest.importorskip("pexpect")
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX pseudo-terminals")
+
+TIMEOUT = 60  # generous: a loaded machine starts Python slowly
+SGR = re.compile(r"\x1b\[[0-9;]*m")  # a colour code
+_COLOURED = r"(?:\x1b\[[0-9;]*m)*"
+PROMPT = "> "
+UP, LEFT, BACKSPACE = "\x1b[A", "\x1b[D", "\x7f"
+PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"
+CTRL_C, CTRL_D = "\x03", "\x04"
+
+
+def _spawn(tmp_path: Path, *args: str, no_color: bool = False) -> Any:
+    root = str(Path(__file__).resolve().parents[1])
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env.pop("NO_COLOR", None)
+    env.update(
+        TERM="xterm",
+        XDG_STATE_HOME=str(tmp_path / "state"),
+        PYTHONPATH=os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")])),
+    )
+    if no_color:
+        env["NO_COLOR"] = "1"
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "trio_agent", "chat", *args],
+        env=env,
+        encoding="utf-8",
+        timeout=TIMEOUT,
+        dimensions=(40, 200),
+    )
+    child.delaybeforesend = None
+    return child
+
+
+def _expect(child: Any, text: str) -> None:
+    """Wait for ``text`` as the user reads it: colour codes may sit anywhere in it."""
+    child.expect(_COLOURED.join(re.escape(char) for char in text))
+
+
+def _users(path: Path) -> list[str]:
+    return [content_text(m.content) for m in load_transcript(path) if isinstance(m, UserMessage)]
+
+
+def _plain(text: str) -> str:
+    return SGR.sub("", text)
+
+
+def test_line_editing_history_paste_and_ctrl_d(tmp_path: Path) -> None:
+    session = tmp_path / "s.jsonl"
+    child = _spawn(tmp_path, "--session", str(session), "--tokens-per-second", "100000")
+    _expect(child, "Ctrl-D or /quit exits.")
+    child.expect_exact(PROMPT)
+    # Arrow keys edit the line: "3 + 5" becomes "3 + 4" (never raw escape codes).
+    child.send("What is 3 + 5?" + LEFT + BACKSPACE + "4\r")
+    _expect(child, "3 + 4 = 7.")
+    child.expect_exact(PROMPT)
+    child.send("   \r")  # a blank line is ignored
+    child.expect_exact(PROMPT)
+    # A multi-line paste is one prompt, indentation kept.
+    child.send(PASTE_START + "def f():\n    return 1\n" + PASTE_END + "\r")
+    _expect(child, 'You said: "def f(): return 1"')
+    child.expect_exact(PROMPT)
+    # A trailing backslash continues the entry on the next line.
+    child.send("first \\\r")
+    _expect(child, "... ")
+    child.send("  second\r")
+    _expect(child, 'You said: "first second"')
+    child.expect_exact(PROMPT)
+    # Up recalls the history: the arithmetic question, three entries back.
+    child.send(UP + UP + UP + "\r")
+    _expect(child, "3 + 4 = 7.")
+    child.expect_exact(PROMPT)
+    child.send(CTRL_D)
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert _users(session) == [
+        "What is 3 + 4?",
+        "def f():\n    return 1",
+        "first \n  second",
+        "What is 3 + 4?",
+    ]
+    history = (tmp_path / "state" / "trio-agent" / "history").read_text(encoding="utf-8")
+    assert "What is 3 + 4?" in history
+
+
+def test_typing_during_a_streamed_answer_is_queued_not_echoed(tmp_path: Path) -> None:
+    child = _spawn(tmp_path, "--tokens-per-second", "20")
+    child.expect_exact(PROMPT)
+    child.send("hello\r")
+    child.expect_exact("You said")  # the answer streams slowly
+    child.send("What is the weather in Tokyo?\r")
+    _expect(child, "[queued steer] What is the weather in Tokyo?")
+    streamed_so_far = child.before
+    child.expect_exact("to talk to a real model.")  # the answer went on
+    _expect(child, "[steer] What is the weather in Tokyo?")  # delivered
+    # Typed while the answer streams, without Enter: it waits in the next prompt.
+    child.send("What is 2 + 2?")
+    _expect(child, "humid and overcast")
+    _expect(child, "[usage] ")
+    child.expect_exact(PROMPT)
+    child.expect_exact("What is 2 + 2?")
+    child.send("\r")
+    child.expect_exact("2 + 2 = 4.")
+    child.expect_exact(PROMPT)
+    child.send("/quit\r")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    # Nothing typed was echoed into the answer.
+    assert "Tokyo" not in streamed_so_far
+    # Colours are on for a terminal.
+    assert SGR.search(streamed_so_far)
+
+
+def test_ctrl_c_aborts_then_exits_130_without_colours(tmp_path: Path) -> None:
+    child = _spawn(tmp_path, "--tokens-per-second", "20", no_color=True)
+    child.expect_exact(PROMPT)
+    child.send("hello\r")
+    _expect(child, "You said")
+    child.send(CTRL_C)
+    _expect(child, "[aborted] Request was aborted")
+    child.expect_exact(PROMPT)
+    output = child.before
+    child.send(CTRL_C)
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 130
+    assert not SGR.search(output)  # NO_COLOR
+    # The chat was saved in the sessions directory, the abort included.
+    [saved] = (tmp_path / "state" / "trio-agent" / "sessions").glob("*.jsonl")
+    assert _users(saved) == ["hello"]
+    assert [m.role for m in load_transcript(saved)][-1] == "assistant"
+
+
+def test_slash_commands(tmp_path: Path) -> None:
+    saved = tmp_path / "saved.jsonl"
+    child = _spawn(tmp_path, "--tokens-per-second", "100000", "--no-session")
+    child.expect_exact(PROMPT)
+    child.send("/help\r")
+    _expect(child, "/followup TEXT")
+    child.expect_exact(PROMPT)
+    child.send("/frobnicate now\r")
+    _expect(child, "[error] unknown command '/frobnicate' (/help lists the commands)")
+    child.expect_exact(PROMPT)
+    child.send("/thinking high\r")
+    _expect(child, "[thinking] high")
+    child.expect_exact(PROMPT)
+    child.send("/model faux/other\r")
+    _expect(child, "[error] unknown model 'other' for provider 'faux' (known: demo)")
+    child.expect_exact(PROMPT)
+    child.send("What is 2 * 21?\r")
+    _expect(child, "2 * 21 = 42.")
+    child.expect_exact(PROMPT)
+    child.send(f"/save {saved}\r")
+    _expect(child, f"[saved] 5 messages to {str(saved)!r}")
+    child.expect_exact(PROMPT)
+    child.send("/reset\r")
+    _expect(child, "[reset] the conversation is cleared")
+    child.expect_exact(PROMPT)
+    child.send("//help\r")  # sent to the model as "/help"
+    _expect(child, 'You said: "/help"')
+    child.expect_exact(PROMPT)
+    child.send("/quit\r")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert _users(saved) == ["What is 2 * 21?"]
+
+
+def test_a_chat_that_said_nothing_is_not_saved(tmp_path: Path) -> None:
+    child = _spawn(tmp_path)
+    _expect(child, "[session] saving to ")
+    child.expect_exact(PROMPT)
+    child.send("/thinking low\r")
+    _expect(child, "[thinking] low")
+    child.expect_exact(PROMPT)
+    child.send(CTRL_D)
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    sessions = tmp_path / "state" / "trio-agent" / "sessions"
+    assert sessions.is_dir()
+    assert list(sessions.iterdir()) == []

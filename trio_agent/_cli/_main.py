@@ -1,0 +1,311 @@
+"""The entry points of ``trio-agent``: :func:`main` and :func:`run_program`."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import os
+import sys
+from collections.abc import AsyncIterable, Sequence
+from pathlib import Path
+from typing import TextIO
+
+import attrs
+import trio
+
+from .. import __version__
+from .._agent import Agent, AgentInitialState
+from .._demo import DemoModel
+from .._events import AssistantMessageEvent
+from .._messages import AgentMessage, ImageContent, Model
+from .._streaming import LlmContext, StreamOptions
+from .._tools import AgentTool
+from .._util import collapse_exception_group
+from ..models import Models
+from ._args import (
+    COMMAND_PARSER,
+    PROG,
+    ModelSpec,
+    UsageError,
+    build_parser,
+    check_options,
+    default_system_prompt,
+    is_demo_spec,
+    key_source,
+    read_image,
+    resolve_model,
+    tools_for,
+    unknown_faux_model,
+    with_request_options,
+)
+from ._input import ChannelInput, ChatInput, TerminalInput, read_lines, terminal_restored
+from ._program import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE, Program
+from ._render import Renderer, color_wanted
+from ._session import (
+    history_file,
+    latest_session,
+    load_session,
+    new_session_path,
+    sessions_directory,
+)
+
+__all__ = ["main", "run_program"]
+
+
+async def run_program(
+    args: argparse.Namespace,
+    *,
+    stdin: TextIO,
+    stdout: TextIO,
+    stderr: TextIO,
+    handle_signals: bool = True,
+    lines: trio.MemoryReceiveChannel[str] | None = None,
+    interactive: bool | None = None,
+    show_usage: bool | None = None,
+) -> int:
+    """Run a parsed command line; return the exit status.
+
+    Args:
+        args: From :func:`build_parser`.
+        stdin: Where ``chat`` reads prompts (unless ``lines`` is given), and ``run -``
+            its prompt.
+        stdout: Streamed text, or JSON lines with ``--json``.
+        stderr: Tool lines, notices and errors.
+        handle_signals: Install the Ctrl-C handler (main thread only).
+        lines: For ``chat``: the input lines (the end of the channel is the end of input).
+        interactive: For ``chat``: a person types (banner; lines read during a run steer
+            it). Default: whether ``stdin`` is a terminal.
+        show_usage: Print a usage line after every run (default: whether ``stderr`` is
+            a terminal).
+
+    Raises:
+        UsageError: unknown model, unreadable session file or image, inconsistent
+            options, ...
+    """
+    try:
+        return await _run_program(
+            args,
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            handle_signals=handle_signals,
+            lines=lines,
+            interactive=interactive,
+            show_usage=show_usage,
+        )
+    except BaseExceptionGroup as group:
+        # Only one error is possible here (the program's own tasks never fail); see
+        # collapse_exception_group for the policy.
+        raise collapse_exception_group(group) from None
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (OSError, ValueError):
+        return False
+
+
+class _Models:
+    """The demo model and the catalog behind one stream function, for ``--model`` and
+    ``/model``."""
+
+    def __init__(self, args: argparse.Namespace, demo: DemoModel, models: Models) -> None:
+        self.args = args
+        self.demo = demo
+        self.models = models
+
+    def choose(
+        self, spec: ModelSpec | None, base_url: str | None = None, api: str | None = None
+    ) -> Model:
+        if is_demo_spec(spec, base_url):
+            return self.demo.model
+        assert spec is not None
+        if spec.provider == self.demo.model.provider and base_url is None:
+            raise UsageError(unknown_faux_model(spec))
+        return resolve_model(spec, self.models, base_url=base_url, api=api)
+
+    def choose_with_tools(self, spec: ModelSpec) -> tuple[Model, list[AgentTool]]:
+        """``/model``: the model, and the tools it gets (``--base-url`` and ``--api``
+        apply only to the model of ``--model``)."""
+        same = spec == self.args.model
+        model = self.choose(
+            spec, self.args.base_url if same else None, self.args.api if same else None
+        )
+        return model, tools_for(model is self.demo.model, self.args)
+
+    def stream(
+        self, model: Model, context: LlmContext, options: StreamOptions
+    ) -> AsyncIterable[AssistantMessageEvent]:
+        if model == self.demo.model:
+            return self.demo.stream_fn(model, context, options)
+        return self.models.stream_simple(model, context, options)
+
+
+def _banner(agent: Agent, demo: bool) -> str:
+    model = agent.state.model
+    tools = ", ".join(tool.name for tool in agent.state.tools) or "none"
+    if demo:
+        what = f"faux/{model.id}, the offline demo model (canned answers; tools: {tools})"
+    else:
+        what = (
+            f"{model.provider}/{model.id} (thinking: {agent.state.thinking_level}; tools: {tools})"
+        )
+    return (
+        f"{PROG} {__version__} · {what}\n"
+        "Enter sends, a trailing \\ continues the line, /help lists the commands;\n"
+        "Ctrl-C aborts a run, Ctrl-D or /quit exits."
+    )
+
+
+async def _run_program(
+    args: argparse.Namespace,
+    *,
+    stdin: TextIO,
+    stdout: TextIO,
+    stderr: TextIO,
+    handle_signals: bool,
+    lines: trio.MemoryReceiveChannel[str] | None,
+    interactive: bool | None,
+    show_usage: bool | None,
+) -> int:
+    check_options(args)
+    chat = args.command == "chat"
+    if interactive is None:
+        interactive = chat and lines is None and _isatty(stdin)
+    # The session: --session, --continue, or (a chat on a terminal) a new saved one.
+    session: Path | None = args.session
+    autosave = False
+    if args.continue_:
+        session = latest_session(sessions_directory())
+    elif session is None and chat and interactive and not args.no_session and lines is None:
+        session = new_session_path(sessions_directory())
+        autosave = True
+    messages: list[AgentMessage] | None = None
+    if session is not None and not autosave:
+        messages = await trio.to_thread.run_sync(load_session, session)
+    images: list[ImageContent] = [
+        await trio.to_thread.run_sync(read_image, path) for path in args.image
+    ]
+    prompt = ""
+    if not chat:
+        prompt = args.prompt
+        if prompt == "-":
+            prompt = (await trio.to_thread.run_sync(stdin.read)).strip()
+            if not prompt:
+                raise UsageError("the prompt read from stdin ('-') is empty")
+    renderer = Renderer(
+        stdout,
+        stderr,
+        json_lines=args.json,
+        color=not args.json and color_wanted(args.color, stderr),
+    )
+    if show_usage is None:
+        show_usage = _isatty(stderr)
+    async with Models() as catalog:
+        demo_model = DemoModel(tokens_per_second=args.tokens_per_second)
+        models = _Models(args, demo_model, catalog)
+        model = models.choose(args.model, args.base_url, args.api)
+        demo = model is demo_model.model
+        tools = tools_for(demo, args)
+        agent = Agent(
+            AgentInitialState(
+                system_prompt=args.system
+                if args.system is not None
+                else default_system_prompt(tools),
+                model=model,
+                thinking_level=args.thinking,
+                tools=tools,
+                messages=messages,
+            ),
+            stream_fn=with_request_options(
+                models.stream, max_retries=args.max_retries, temperature=args.temperature
+            ),
+            get_api_key=key_source(args),
+        )
+        agent.subscribe(renderer)
+        program = Program(
+            agent,
+            renderer,
+            session=session,
+            interactive=interactive,
+            show_usage=show_usage and not args.json,
+            choose_model=models.choose_with_tools,
+            new_session_only=autosave,
+        )
+        if interactive and not args.json:
+            renderer.notice(renderer.style("bold", _banner(agent, demo)))
+        if messages and not args.json:
+            renderer.info("session", f"resumed {len(messages)} messages from {str(session)!r}")
+        elif autosave and session is not None:
+            try:
+                await trio.to_thread.run_sync(
+                    functools.partial(session.parent.mkdir, parents=True, exist_ok=True)
+                )
+            except OSError as exc:
+                renderer.error(f"cannot save the chat in {str(session.parent)!r}: {exc.strerror}")
+                program.options = attrs.evolve(program.options, session=None)
+            else:
+                renderer.info("session", f"saving to {str(session)!r}")
+        if not chat:
+            return await program.run(
+                lambda: program.run_once(prompt, images), handle_signals=handle_signals
+            )
+        async with trio.open_nursery() as nursery:
+            source: ChatInput
+            stack = contextlib.ExitStack()
+            if lines is not None:
+                source = ChannelInput(lines, interactive=interactive)
+            elif interactive:
+                terminal = TerminalInput(stdin, stdout, history=history_file())
+                if terminal.history_error:
+                    renderer.error(terminal.history_error)
+                stack.enter_context(terminal_restored(stdin, stdout))
+                source = terminal
+            else:
+                send, receive = trio.open_memory_channel[str](0)
+                nursery.start_soon(read_lines, stdin, send)
+                source = ChannelInput(receive, interactive=False)
+            with stack:
+                status = await program.run(
+                    lambda: program.chat(source, images), handle_signals=handle_signals
+                )
+                if interactive and status == EXIT_INTERRUPTED:
+                    stdout.write("\n")  # leave the shell's prompt on a line of its own
+                    stdout.flush()
+            nursery.cancel_scope.cancel()  # the stdin reader
+        return status
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The console script: parse ``argv`` (default ``sys.argv[1:]``), run, return the
+    exit status (0 ok, 1 error, 2 usage error, 130 interrupted)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a usage error (2), already printed
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    for stream in (sys.stdout, sys.stderr):
+        # Model text may hold characters the console cannot encode; never crash on them.
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="replace")
+    try:
+        return trio.run(
+            lambda: run_program(args, stdin=sys.stdin, stdout=sys.stdout, stderr=sys.stderr)
+        )
+    except UsageError as exc:
+        # Like argparse's own errors: the subcommand's usage, then "trio-agent run: error:".
+        command_parser: argparse.ArgumentParser = getattr(args, COMMAND_PARSER, parser)
+        command_parser.print_usage(sys.stderr)
+        sys.stderr.write(f"{command_parser.prog}: error: {exc}\n")
+        return EXIT_USAGE
+    except KeyboardInterrupt:  # Ctrl-C before the handler was installed
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (``trio-agent run ... | head``): stop quietly, and point
+        # stdout at devnull so the interpreter's final flush does not complain again.
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_ERROR

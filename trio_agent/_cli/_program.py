@@ -1,0 +1,410 @@
+"""One invocation of ``trio-agent``: runs, the chat loop, commands, Ctrl-C and saving."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import signal
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import get_args
+
+import attrs
+import trio
+
+from .._agent import Agent
+from .._exceptions import SerializationError
+from .._messages import (
+    AssistantMessage,
+    ImageContent,
+    Model,
+    TextContent,
+    ThinkingLevel,
+    UserMessage,
+)
+from .._tools import AgentTool
+from ._args import PROG, ModelSpec, UsageError, parse_model_spec
+from ._commands import BUSY_COMMANDS, COMMANDS, Command, help_text, parse_entry
+from ._input import ChatInput
+from ._render import Renderer, usage_summary
+from ._session import check_session_directory, save_transcript
+
+__all__ = [
+    "EXIT_ERROR",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "ModelChooser",
+    "Program",
+    "join_continued",
+]
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
+
+ModelChooser = Callable[[ModelSpec], tuple[Model, list[AgentTool]]]
+"""``/model``: the model of a spec and its tools (raises :class:`UsageError`)."""
+
+
+def join_continued(lines: Sequence[str]) -> str:
+    """One entry from lines that were continued with a trailing backslash."""
+    return "\n".join(line[:-1] if line.endswith("\\") else line for line in lines)
+
+
+def _tidy(entry: str) -> str:
+    """Drop leading blank lines and trailing whitespace; keep indentation."""
+    lines = entry.rstrip().split("\n")
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    return "\n".join(lines)
+
+
+@attrs.frozen(kw_only=True)
+class _Options:
+    session: Path | None
+    interactive: bool
+    show_usage: bool
+    choose_model: ModelChooser | None
+    new_session_only: bool
+
+
+class Program:
+    """One invocation: the agent, its output, interrupt handling and the session file.
+
+    Args:
+        agent: The agent (its listeners already include the renderer).
+        renderer: Where output goes.
+        session: The session file, written after every run.
+        interactive: ``chat`` reads from a person: lines typed during a run steer it.
+        show_usage: Print a usage line after every run.
+        choose_model: What ``/model`` uses (``None``: the command is unavailable).
+        new_session_only: ``session`` is a new file of the sessions directory: it is
+            not written until something was said.
+    """
+
+    def __init__(
+        self,
+        agent: Agent,
+        renderer: Renderer,
+        *,
+        session: Path | None = None,
+        interactive: bool = False,
+        show_usage: bool = False,
+        choose_model: ModelChooser | None = None,
+        new_session_only: bool = False,
+    ) -> None:
+        self.agent = agent
+        self.renderer = renderer
+        self.options = _Options(
+            session=session,
+            interactive=interactive,
+            show_usage=show_usage,
+            choose_model=choose_model,
+            new_session_only=new_session_only,
+        )
+        self._scope = trio.CancelScope()
+        self._abort_requested = False
+        self._quit = False
+        self._input_ended = False
+
+    # -- interrupts -------------------------------------------------------------------
+
+    def interrupt(self) -> None:
+        """What Ctrl-C does: abort the active run; if there is none, or its abort was
+        already requested, end the program (status 130)."""
+        if self.agent.state.is_streaming and not self._abort_requested:
+            self._abort("interrupted")
+        else:
+            self._scope.cancel()
+
+    def _abort(self, reason: str) -> None:
+        self._abort_requested = True
+        # No notice here: text already in the event pipeline is still to be printed; the
+        # run's closing events report the abort in order.
+        self.renderer.run_aborted = True
+        self.agent.abort(reason)
+
+    async def _watch_interrupts(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        with trio.open_signal_receiver(signal.SIGINT) as interrupts:
+            task_status.started()
+            async for _ in interrupts:
+                self.interrupt()
+
+    async def run(
+        self,
+        body: Callable[[], Awaitable[int]],
+        *,
+        handle_signals: bool = True,
+    ) -> int:
+        """Run ``body`` (a command), with Ctrl-C handling; persist the session at the end.
+
+        Returns the command's exit status, or 130 when it was interrupted.
+        """
+        status = EXIT_INTERRUPTED
+        async with trio.open_nursery() as nursery:
+            if handle_signals:
+                await nursery.start(self._watch_interrupts)
+            with self._scope:
+                status = await body()
+            nursery.cancel_scope.cancel()
+        if self._scope.cancelled_caught:
+            status = EXIT_INTERRUPTED
+            self.renderer.end_line()
+        # The transcript is consistent even after an interrupt (the Agent guarantees it).
+        return await self.persist() or status
+
+    async def persist(self) -> int:
+        """Write the transcript to the session file (if any) atomically.
+
+        Returns 0, or 1 after reporting an error.
+        """
+        session = self.options.session
+        if session is None or (self.options.new_session_only and not self._said_anything()):
+            await trio.lowlevel.checkpoint()
+            return EXIT_OK
+        return await self._save(session)
+
+    def _said_anything(self) -> bool:
+        return any(message.role != "system" for message in self.agent.state.messages)
+
+    async def _save(self, path: Path) -> int:
+        messages = list(self.agent.state.messages)
+        try:
+            # Shielded: an interrupt must not leave the file half written.
+            with trio.CancelScope(shield=True):
+                await trio.to_thread.run_sync(save_transcript, path, messages)
+        except (OSError, SerializationError) as exc:
+            # The user named the file, not the temporary file an OSError names.
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            self.renderer.notice(
+                self.renderer.style("red", f"{PROG}: error: cannot write session")
+                + f" {str(path)!r}: {reason}"
+            )
+            return EXIT_ERROR
+        return EXIT_OK
+
+    # -- runs -------------------------------------------------------------------------
+
+    def status(self) -> int:
+        """Exit status from the transcript's last message: 1 for an error, 130 for an
+        aborted run, else 0."""
+        messages = self.agent.state.messages
+        last = messages[-1] if messages else None
+        if isinstance(last, AssistantMessage):
+            if last.stop_reason == "error":
+                return EXIT_ERROR
+            if last.stop_reason == "aborted":
+                return EXIT_INTERRUPTED
+        return EXIT_OK
+
+    async def _run_agent(self, start: Callable[[], Awaitable[None]]) -> None:
+        """One run, then what was queued too late for it, then the usage line."""
+        self._abort_requested = False
+        self.renderer.run_aborted = False
+        first = len(self.agent.state.messages)
+        await start()
+        # Queued just after the run's last queue poll: run it now.
+        while self.agent.has_queued_messages() and not self._abort_requested:
+            await self.agent.continue_()
+        if self._abort_requested and self.agent.has_queued_messages():
+            count = len(self.renderer.queued)
+            self.agent.clear_all_queues()  # an abort drops what was typed meanwhile
+            self.renderer.queued.clear()
+            if count:
+                self.renderer.info("dropped", f"{count} queued message(s) (the run was aborted)")
+        if self.options.show_usage:
+            summary = usage_summary(self.agent.state.messages[first:], self.agent.state.model)
+            if summary is not None:
+                self.renderer.notice(self.renderer.style("dim", f"[usage] {summary}"))
+
+    async def run_once(self, prompt: str, images: Sequence[ImageContent] = ()) -> int:
+        """``trio-agent run``: one prompt."""
+        await self._run_agent(lambda: self.agent.prompt(prompt, images=list(images) or None))
+        return self.status()
+
+    # -- chat -------------------------------------------------------------------------
+
+    async def chat(self, input: ChatInput, images: Sequence[ImageContent] = ()) -> int:
+        """``trio-agent chat``: one run per entry until ``/quit`` or the end of input;
+        commands run in between, and the session is written after every run."""
+        pending_images = list(images)
+        while not self._quit and not self._input_ended:
+            entry = await self._read_entry(input)
+            if entry is None:
+                break
+            parsed = parse_entry(entry)
+            if isinstance(parsed, Command) and parsed.name == "/followup" and parsed.argument:
+                parsed = parsed.argument  # nothing runs: a follow-up is the next prompt
+            if isinstance(parsed, Command):
+                if await self._command(parsed):
+                    break
+                continue
+            input.remember(entry)
+            attached, pending_images = pending_images, []
+            async with trio.open_nursery() as nursery:
+                if self.options.interactive:
+                    nursery.start_soon(self._read_while_busy, input)
+                await self._run_agent(
+                    functools.partial(self.agent.prompt, parsed, images=attached or None)
+                )
+                nursery.cancel_scope.cancel()
+            if await self.persist():
+                return EXIT_ERROR
+        return EXIT_OK
+
+    async def _read_entry(self, input: ChatInput) -> str | None:
+        """The next non-blank entry (continued lines joined), or ``None`` at the end."""
+        while True:
+            line = await input.read(self._prompt())
+            if line is None:
+                return None
+            lines = [line]
+            while lines[-1].endswith("\\"):
+                more = await input.read(self._prompt(continuation=True), continuation=True)
+                if more is None:
+                    break
+                lines.append(more)
+            entry = _tidy(join_continued(lines))
+            if entry:
+                return entry
+
+    def _prompt(self, *, continuation: bool = False) -> str:
+        if self.renderer.json_lines:
+            return ""  # stdout holds only JSON lines
+        text = "... " if continuation else "> "
+        if not self.renderer.style.enabled or not _isatty(self.renderer.stdout):
+            return text
+        # \x01 ... \x02 tell readline that the colour codes take no room.
+        return "\x01\x1b[1;32m\x02" + text + "\x01\x1b[0m\x02"
+
+    async def _read_while_busy(self, input: ChatInput) -> None:
+        """Lines typed during a run: steering, ``/followup``, ``/quit``, ``/help``."""
+        while True:
+            lines: list[str] = []
+            while not lines or lines[-1].endswith("\\"):
+                line = await input.read_while_busy()
+                if line is None:
+                    self._input_ended = True  # the run finishes, then chat ends
+                    if not lines:
+                        return
+                    break
+                lines.append(line)
+            entry = _tidy(join_continued(lines))
+            if not entry:
+                continue
+            parsed = parse_entry(entry)
+            if isinstance(parsed, Command):
+                if parsed.name == "/followup" and parsed.argument:
+                    input.remember(entry)
+                    self._queue("follow-up", parsed.argument)
+                elif parsed.name == "/quit":
+                    self._quit = True
+                    self._abort("quit")
+                    return
+                elif parsed.name == "/help":
+                    self.renderer.notice(help_text())
+                elif parsed.name in COMMANDS and parsed.name not in BUSY_COMMANDS:
+                    self.renderer.error(
+                        f"{parsed.name} is not available while the agent works "
+                        "(wait, or press Ctrl-C to abort the run)"
+                    )
+                else:
+                    self._command_error(parsed)
+            else:
+                input.remember(entry)
+                self._queue("steer", parsed)
+
+    def _queue(self, kind: str, text: str) -> None:
+        message = UserMessage(content=[TextContent(text=text)])
+        self.renderer.queued.append((kind, message))
+        if kind == "steer":
+            self.agent.steer(message)
+        else:
+            self.agent.follow_up(message)
+        style = self.renderer.style
+        self.renderer.notice(style("dim", f"[queued {kind}]") + " " + text.replace("\n", " "))
+
+    # -- commands -----------------------------------------------------------------------
+
+    def _command_error(self, command: Command) -> None:
+        if command.name not in COMMANDS:
+            self.renderer.error(f"unknown command {command.name!r} (/help lists the commands)")
+        else:
+            argument = COMMANDS[command.name][0]
+            self.renderer.error(f"{command.name} needs {argument}")
+
+    async def _command(self, command: Command) -> bool:
+        """Run a command typed while idle; return True to end the chat."""
+        name, argument = command.name, command.argument
+        needs_argument = name in COMMANDS and COMMANDS[name][0]
+        if name not in COMMANDS or (needs_argument and not argument):
+            self._command_error(command)
+        elif name == "/quit":
+            return True
+        elif name == "/help":
+            self.renderer.notice(help_text())
+        elif name == "/reset":
+            self.agent.reset()
+            self.renderer.info("reset", "the conversation is cleared")
+            await self.persist()
+        elif name == "/model":
+            self._switch_model(argument)
+        elif name == "/thinking":
+            levels: tuple[ThinkingLevel, ...] = get_args(ThinkingLevel)
+            if argument not in levels:
+                self.renderer.error(
+                    f"unknown thinking level {argument!r} (one of: {', '.join(levels)})"
+                )
+            else:
+                self.agent.state.thinking_level = argument
+                self.renderer.info("thinking", argument)
+        elif name == "/save":
+            await self._save_as(argument)
+        return False
+
+    def _switch_model(self, text: str) -> None:
+        choose = self.options.choose_model
+        try:
+            if choose is None:
+                raise UsageError("switching models is not available here")
+            model, tools = choose(parse_model_spec(text))
+        except UsageError as exc:
+            self.renderer.error(str(exc))
+            return
+        except argparse.ArgumentTypeError as exc:
+            self.renderer.error(str(exc))
+            return
+        self.agent.state.model = model
+        self.agent.state.tools = tools
+        names = ", ".join(tool.name for tool in tools) or "none"
+        self.renderer.info("model", f"{model.provider}/{model.id} (tools: {names})")
+
+    async def _save_as(self, text: str) -> None:
+        try:
+            path = await trio.to_thread.run_sync(_save_target, text)
+        except UsageError as exc:
+            self.renderer.error(str(exc))
+            return
+        if await self._save(path) == EXIT_OK:
+            count = len(self.agent.state.messages)
+            self.renderer.info("saved", f"{count} messages to {str(path)!r}")
+
+
+def _save_target(text: str) -> Path:
+    """The file of ``/save PATH`` (``~`` expanded), once its directory is checked."""
+    path = Path(os.path.expanduser(text))
+    check_session_directory(path)
+    return path
+
+
+def _isatty(stream: object) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty is not None and isatty())
+    except (OSError, ValueError):
+        return False
