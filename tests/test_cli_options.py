@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import io
 import os
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -14,11 +13,7 @@ import trio
 from trio_agent import (
     AgentToolResult,
     AssistantMessage,
-    AssistantMessageEvent,
     ImageContent,
-    LlmContext,
-    Model,
-    StreamOptions,
     TextContent,
     ToolExecutionEndEvent,
     ToolExecutionStartEvent,
@@ -26,7 +21,6 @@ from trio_agent import (
     content_text,
 )
 from trio_agent._cli import UsageError, build_parser, main, run_program
-from trio_agent._cli._args import with_request_options
 from trio_agent._cli._commands import Command, parse_entry
 from trio_agent._cli._input import TypeAhead
 from trio_agent._cli._render import Renderer, color_wanted
@@ -210,29 +204,6 @@ def test_bad_request_options(
 ) -> None:
     assert main(["run", option, value, "hi"]) == 2
     assert capsys.readouterr().err.endswith(f"argument {option}: {message}\n")
-
-
-async def _no_events() -> AsyncIterator[AssistantMessageEvent]:
-    return
-    yield
-
-
-async def test_request_options_are_set_on_every_request() -> None:
-    seen: list[StreamOptions] = []
-
-    events = _no_events()
-
-    def stream(
-        model: Model, context: LlmContext, options: StreamOptions
-    ) -> AsyncIterator[AssistantMessageEvent]:
-        seen.append(options)
-        return events
-
-    wrapped = with_request_options(stream, max_retries=3, temperature=0.5)
-    model = Model(id="m", name="m", api="x", provider="p", base_url="http://x")
-    assert wrapped(model, LlmContext(messages=[]), StreamOptions(max_tokens=9)) is events
-    assert seen == [StreamOptions(max_tokens=9, max_retries=3, temperature=0.5)]
-    assert with_request_options(stream, max_retries=None, temperature=None) is stream
 
 
 # ---------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import base64
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, get_args
+from typing import get_args
 from urllib.parse import urlsplit
 
 import attrs
@@ -15,7 +15,6 @@ import attrs
 from .. import __version__
 from .._demo import DEMO_MODEL_ID, DEMO_SYSTEM_PROMPT, DEMO_TOOLS
 from .._messages import ImageContent, Model, ModelCost, ThinkingLevel
-from .._streaming import LlmContext, StreamFn, StreamOptions
 from .._tools import AgentTool
 from ..models import Models
 from ..models._http import env_api_key
@@ -36,7 +35,6 @@ __all__ = [
     "read_image",
     "resolve_model",
     "tools_for",
-    "with_request_options",
 ]
 
 PROG = "trio-agent"
@@ -383,24 +381,6 @@ def key_source(args: argparse.Namespace) -> Callable[[str], str | None] | None:
     if args.base_url is not None:
         return lambda provider: None if env_api_key(provider) else PLACEHOLDER_API_KEY
     return None
-
-
-def with_request_options(
-    stream_fn: StreamFn, *, max_retries: int | None, temperature: float | None
-) -> StreamFn:
-    """``stream_fn`` with ``--max-retries`` and ``--temperature`` set on every request."""
-    changes: dict[str, Any] = {}
-    if max_retries is not None:
-        changes["max_retries"] = max_retries
-    if temperature is not None:
-        changes["temperature"] = temperature
-    if not changes:
-        return stream_fn
-
-    def stream(model: Model, context: LlmContext, options: StreamOptions) -> Any:
-        return stream_fn(model, context, attrs.evolve(options, **changes))
-
-    return stream
 
 
 # ---------------------------------------------------------------------------------------

@@ -37,7 +37,6 @@ from ._args import (
     resolve_model,
     tools_for,
     unknown_faux_model,
-    with_request_options,
 )
 from ._input import ChannelInput, ChatInput, TerminalInput, read_lines, terminal_restored
 from ._program import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE, Program
@@ -219,10 +218,10 @@ async def _run_program(
                 tools=tools,
                 messages=messages,
             ),
-            stream_fn=with_request_options(
-                models.stream, max_retries=args.max_retries, temperature=args.temperature
-            ),
+            stream_fn=models.stream,
             get_api_key=key_source(args),
+            max_retries=args.max_retries,
+            temperature=args.temperature,
         )
         agent.subscribe(renderer)
         program = Program(
