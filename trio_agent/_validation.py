@@ -170,20 +170,56 @@ def _json_equal(a: Any, b: Any) -> bool:
 # ``int``/``float``) accept the digits of every script.
 _NUMERIC: Final = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _INTEGER_TEXT: Final = re.compile(r"[+-]?[0-9]+")
+_PREFIXED: Final = re.compile(r"0(?:[xX]([0-9a-fA-F]+)|[bB]([01]+)|[oO]([0-7]+))")
 _BIGINT_TEXT: Final = re.compile(r"([+-]?[0-9]+)n")
 _MAX_SAFE_INTEGER: Final = 2**53 - 1
+# What JavaScript's ``Number()`` (and ``String.prototype.trim``) treat as white space:
+# ECMAScript's WhiteSpace (tab, vertical tab, form feed, U+FEFF and every "Zs" space) and
+# LineTerminator characters. Not Python's ``str.strip()``, which also strips U+001C to
+# U+001F and U+0085 but keeps U+FEFF.
+_JS_WHITESPACE: Final = (
+    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
+    "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+
+
+def _js_trim(text: str) -> str:
+    return text.strip(_JS_WHITESPACE)
 
 
 def _parse_numeric(text: str) -> int | float | _Unset:
-    """A decimal numeric string as a number (surrounding whitespace allowed, as in
-    JavaScript's ``Number()``); blank, hexadecimal or non-finite text is not numeric."""
-    text = text.strip()
+    """A string as JavaScript's ``Number(text)`` reads it, or ``_UNSET`` for NaN and the
+    infinities (reference parity.md B3).
+
+    Surrounding JavaScript white space is ignored and blank text is ``0``; unsigned
+    ``0x``/``0b``/``0o`` prefixes select base 16, 2 or 8; decimal text may carry a sign,
+    a fraction and an exponent. Integral text stays an ``int`` (exact, as long as
+    JavaScript's would be exact too).
+    """
+    text = _js_trim(text)
+    if not text:
+        return 0
+    prefixed = _PREFIXED.fullmatch(text)
+    if prefixed is not None:
+        hex_digits, bin_digits, oct_digits = prefixed.groups()
+        if hex_digits is not None:
+            number = int(hex_digits, 16)
+        elif bin_digits is not None:
+            number = int(bin_digits, 2)
+        else:
+            number = int(oct_digits, 8)
+        if number <= _MAX_SAFE_INTEGER:
+            return number
+        try:
+            return float(number)  # JavaScript's Number() rounds to a double
+        except OverflowError:
+            return _UNSET  # Infinity
     if not _NUMERIC.fullmatch(text):
         return _UNSET
     if _INTEGER_TEXT.fullmatch(text):
         return int(text)
-    number = float(text)
-    return number if math.isfinite(number) else _UNSET
+    number_ = float(text)
+    return number_ if math.isfinite(number_) else _UNSET
 
 
 # ---------------------------------------------------------------------------------------
@@ -209,8 +245,8 @@ def _convert_primitive(value: Any, type_name: str) -> Any:
         elif isinstance(value, str):
             number = _parse_numeric(value)
             if number is _UNSET:
-                lowered = value.strip().lower()
-                bigint = _BIGINT_TEXT.fullmatch(value.strip())
+                lowered = value.lower()
+                bigint = _BIGINT_TEXT.fullmatch(value)
                 if lowered in ("true", "false"):
                     number = int(lowered == "true")
                 elif bigint is not None and abs(int(bigint.group(1))) <= _MAX_SAFE_INTEGER:
@@ -225,7 +261,7 @@ def _convert_primitive(value: Any, type_name: str) -> Any:
         return number
     elif type_name == "boolean":
         if isinstance(value, str):
-            lowered = value.strip().lower()
+            lowered = value.lower()
             if lowered in ("true", "1"):
                 return True
             if lowered in ("false", "0"):
@@ -673,6 +709,43 @@ class _Schema:
             count = js_number(max_properties)
             errors.append((path, f"expected at most {count} properties", False))
 
+    def _best_alternative(
+        self, value: Any, failures: list[tuple[Any, list[_Error]]], path: _Path
+    ) -> list[_Error]:
+        """The errors of the union branch that came closest (reference parity.md B4).
+
+        The best branch declares the most of the value's keys in its ``properties``; among
+        those, the one whose first error lies deepest; among those, the first. ``matches no
+        alternative`` is left for a union without any failing branch (``anyOf: []``).
+        """
+        if not failures:
+            return [(path, "matches no alternative", False)]
+
+        def score(failure: tuple[Any, list[_Error]]) -> tuple[int, int]:
+            branch, branch_errors = failure
+            return self._declared_keys(value, branch), len(branch_errors[0][0])
+
+        best = failures[0]
+        best_score = score(best)
+        for failure in failures[1:]:
+            failure_score = score(failure)
+            if failure_score > best_score:
+                best, best_score = failure, failure_score
+        return best[1]
+
+    def _declared_keys(self, value: Any, branch: Any) -> int:
+        """How many of an object value's keys ``branch`` declares in ``properties``
+        (through one local ``$ref``); 0 for other values."""
+        if not isinstance(value, dict) or not isinstance(branch, dict):
+            return 0
+        properties = branch.get("properties")
+        if not isinstance(properties, dict) and "$ref" in branch:
+            target = self.resolve(branch["$ref"])
+            properties = target.get("properties") if isinstance(target, dict) else None
+        if not isinstance(properties, dict):
+            return 0
+        return sum(1 for key in value if key in properties)
+
     def _check_combinators(
         self, value: Any, schema: dict[str, Any], path: _Path, errors: list[_Error], depth: int
     ) -> None:
@@ -684,7 +757,7 @@ class _Schema:
             branches = schema.get(keyword)
             if not isinstance(branches, list):
                 continue
-            failures: list[list[_Error]] = []
+            failures: list[tuple[Any, list[_Error]]] = []
             passing = 0
             for branch in branches:
                 branch_errors: list[_Error] = []
@@ -694,30 +767,13 @@ class _Schema:
                     if keyword == "anyOf":
                         break
                 else:
-                    failures.append(branch_errors)
+                    failures.append((branch, branch_errors))
             if passing > 1:
                 errors.append((path, "matches more than one alternative", False))
             elif passing == 0:
-                errors.extend(_best_alternative(failures, path))
+                errors.extend(self._best_alternative(value, failures, path))
         if "not" in schema and self.is_valid(value, schema["not"], depth + 1):
             errors.append((path, "must not match the schema in not", False))
-
-
-def _best_alternative(failures: list[list[_Error]], path: _Path) -> list[_Error]:
-    """The errors of the union branch that came closest, or ``matches no alternative``.
-
-    A branch counts only if the value has its type (its errors are not just a type
-    mismatch at the union's own position); among those the first with the fewest
-    errors wins, so ``"a" | "b"`` given ``"c"`` reports ``expected "a"``.
-    """
-    candidates = [
-        branch_errors
-        for branch_errors in failures
-        if not (len(branch_errors) == 1 and branch_errors[0][2] and branch_errors[0][0] == path)
-    ]
-    if not candidates:
-        return [(path, "matches no alternative", False)]
-    return min(candidates, key=len)
 
 
 def _format_enum(values: list[Any]) -> str:
