@@ -61,6 +61,7 @@ def js_stringify(
     *,
     indent: int | None = None,
     default: Callable[[Any], Any] | None = None,
+    exact_ints: bool = False,
 ) -> str:
     """Serialize ``value`` as JavaScript's ``JSON.stringify`` would (key order kept).
 
@@ -75,16 +76,24 @@ def js_stringify(
             indented by this many spaces per level (at most 10), ``": "`` after keys, and
             ``{}`` / ``[]`` for empty containers. ``None`` or ``0`` gives compact output.
         default: Called with a value of any other type; its result is written instead.
+        exact_ints: Write every ``int`` with all its digits, as a JSON parser in Python
+            reads it back, instead of rounding those beyond 2**53 to the nearest double.
 
     Raises:
         TypeError: a mapping key is not a string, or a value has another type and no
             ``default`` is given.
     """
     gap = " " * min(indent, 10) if indent else ""
-    return _stringify(value, gap, "\n", default)
+    return _stringify(value, gap, "\n", default, exact_ints)
 
 
-def _stringify(value: Any, gap: str, newline: str, default: Callable[[Any], Any] | None) -> str:
+def _stringify(
+    value: Any,
+    gap: str,
+    newline: str,
+    default: Callable[[Any], Any] | None,
+    exact_ints: bool = False,
+) -> str:
     """``newline`` is the line break plus the indentation of the current level."""
     if value is None:
         return "null"
@@ -95,8 +104,8 @@ def _stringify(value: Any, gap: str, newline: str, default: Callable[[Any], Any]
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)
     if isinstance(value, int):
-        if abs(value) < 2**53:
-            return str(value)
+        if exact_ints or abs(value) < 2**53:
+            return int.__repr__(value)  # not str(): an IntEnum's str() is its name
         try:
             return js_number(float(value))
         except OverflowError:
@@ -115,17 +124,19 @@ def _stringify(value: Any, gap: str, newline: str, default: Callable[[Any], Any]
         ordered = index_keys + [k for k in keys if not _is_array_index(k)]
         colon = ": " if gap else ":"
         members = [
-            json.dumps(k, ensure_ascii=False) + colon + _stringify(value[k], gap, inner, default)
+            json.dumps(k, ensure_ascii=False)
+            + colon
+            + _stringify(value[k], gap, inner, default, exact_ints)
             for k in ordered
         ]
         return _wrap("{", members, "}", gap, newline, inner)
     if isinstance(value, list | tuple):
         if not value:
             return "[]"
-        items = [_stringify(item, gap, inner, default) for item in value]
+        items = [_stringify(item, gap, inner, default, exact_ints) for item in value]
         return _wrap("[", items, "]", gap, newline, inner)
     if default is not None:
-        return _stringify(default(value), gap, newline, default)
+        return _stringify(default(value), gap, newline, default, exact_ints)
     raise TypeError(f"cannot write {type(value).__name__!r} values as JSON")
 
 

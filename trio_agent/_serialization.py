@@ -49,6 +49,7 @@ from cattrs.gen import (
 from cattrs.preconf.json import make_converter
 
 from ._exceptions import SerializationError
+from ._jsjson import js_stringify
 from ._messages import (
     AgentMessage,
     AssistantMessage,
@@ -528,9 +529,12 @@ def _escape_surrogate(match: re.Match[str]) -> str:
 
 
 def _dumps(data: Any) -> str:
+    # Reference parity.md N1: numbers as JSON.stringify writes them (5.0 -> 5, 1.5e-07 ->
+    # 1.5e-7, NaN -> null), except that an int keeps all its digits, so that Python reads
+    # back the value it wrote.
     try:
-        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    except (TypeError, ValueError) as exc:
+        text = js_stringify(data, exact_ints=True)
+    except TypeError as exc:
         raise SerializationError(f"cannot serialize: {exc}") from None
     # A Python str may hold lone surrogates (from a ``\udXXX`` escape in the model's JSON,
     # or from ``surrogateescape``); UTF-8 cannot encode them. They can only occur inside
@@ -577,9 +581,14 @@ def from_dict(data: Any, cls: Any) -> Any:
 def to_json(value: Any) -> str:
     """Serialize a trio_agent value to compact JSON text (non-ASCII characters kept as is).
 
+    The text is the one ``JSON.stringify`` writes for the same data (reference parity.md
+    N1): floats in JavaScript's form (``5.0`` as ``5``, ``1.5e-07`` as ``1.5e-7``, ``NaN``
+    and the infinities as ``null``), integer-like keys of free-form objects first, lone
+    surrogates escaped. Python ints keep all their digits.
+
     Raises:
-        SerializationError: the value holds something JSON cannot represent (e.g. a set or
-            NaN in ``details``).
+        SerializationError: the value holds something JSON cannot represent (e.g. a set
+            or a complex number in ``details``).
     """
     return _dumps(converter.unstructure(value))
 
