@@ -600,9 +600,9 @@ UPSTREAM_MESSAGES: list[AgentMessage] = [
 def test_load_upstream_transcript() -> None:
     loaded = load_transcript(io.StringIO("\n".join(UPSTREAM_LINES) + "\n"))
     assert loaded == UPSTREAM_MESSAGES
-    # The exact shape of the brief's assistant line survives a round trip byte for byte,
-    # apart from floats written as floats.
-    assert json.loads(to_json(loaded[2])) == json.loads(UPSTREAM_LINES[2])
+    # Every line survives a round trip byte for byte, upstream-only keys and key order
+    # included.
+    assert [to_json(message) for message in loaded] == UPSTREAM_LINES
 
 
 def test_upstream_only_keys_are_documented() -> None:

@@ -9,6 +9,8 @@ as a ``Literal`` field with a default, so a serializer can always see it.
 from __future__ import annotations
 
 import time
+import types
+from collections.abc import Mapping
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 import attrs
@@ -38,6 +40,7 @@ __all__ = [
     "Usage",
     "UserContent",
     "UserMessage",
+    "WireExtras",
     "now_ms",
     "register_message_type",
     "registered_message_types",
@@ -62,6 +65,43 @@ def now_ms() -> int:
 
 
 # ---------------------------------------------------------------------------------------
+# What a loaded JSON object carried beyond the model
+
+
+def _frozen_mapping(values: Mapping[str, Any]) -> Mapping[str, Any]:
+    return types.MappingProxyType(dict(values))
+
+
+@attrs.frozen(kw_only=True)
+class WireExtras:
+    """The part of a loaded JSON object that the attrs class does not model.
+
+    Transcripts written by pi carry keys trio_agent has no field for (``rawStopReason``,
+    ``diagnostics``, ``providerThinkingLevel`` on assistant messages, ``usage.cacheWrite1h``,
+    ``cost.totalFromProvider``, ``toolCall.namespace``, ...; the full list is
+    :data:`trio_agent.serialization.UPSTREAM_ONLY_KEYS`), and write the keys of an object
+    in the order the provider happened to set them. So that such a transcript loads and
+    dumps back byte for byte, loading keeps both here, and writing puts them back.
+
+    Design: the classes stay frozen and typed, and the data the runtime works with stays
+    in typed fields; what trio_agent does not interpret is held as opaque JSON, in one
+    ``wire_extras`` field per class that pi can extend (messages, content blocks,
+    :class:`Usage`, :class:`Cost`). That field is left out of ``==`` and ``repr``: two
+    messages that say the same thing are equal whether or not one came from a file. It is
+    ``None`` for objects built in Python and for loaded objects with nothing extra, so the
+    common path costs nothing. ``attrs.evolve`` keeps it; a modelled field that is set
+    later than the loaded order knows is written after the loaded keys, as JavaScript
+    appends a property set later.
+    """
+
+    values: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping)
+    """Unmodelled wire keys and their JSON values, in the order they were read."""
+    order: tuple[str, ...] | None = None
+    """Every wire key of the object in the order it was read, when that order differs
+    from the order trio_agent writes; ``None`` otherwise."""
+
+
+# ---------------------------------------------------------------------------------------
 # Content blocks
 
 
@@ -74,6 +114,8 @@ class TextContent:
     text_signature: str | None = None
     """Opaque provider metadata (e.g. the OpenAI Responses message item id)."""
     type: Literal["text"] = "text"
+    wire_extras: WireExtras | None = attrs.field(default=None, eq=False, repr=False)
+    """Unmodelled keys and key order of a loaded object (see :class:`WireExtras`)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -87,6 +129,8 @@ class ThinkingContent:
     redacted: bool | None = None
     """True when the provider redacted the reasoning; the payload is in the signature."""
     type: Literal["thinking"] = "thinking"
+    wire_extras: WireExtras | None = attrs.field(default=None, eq=False, repr=False)
+    """Unmodelled keys and key order of a loaded object (see :class:`WireExtras`)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -98,6 +142,8 @@ class ImageContent:
     mime_type: str
     """For example ``"image/png"``."""
     type: Literal["image"] = "image"
+    wire_extras: WireExtras | None = attrs.field(default=None, eq=False, repr=False)
+    """Unmodelled keys and key order of a loaded object (see :class:`WireExtras`)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -115,6 +161,8 @@ class ToolCall:
     arguments_error: str | None = None
     """Set when the complete argument text was not a JSON object; validation then fails."""
     type: Literal["toolCall"] = "toolCall"
+    wire_extras: WireExtras | None = attrs.field(default=None, eq=False, repr=False)
+    """Unmodelled keys and key order of a loaded object (see :class:`WireExtras`)."""
 
 
 UserContent: TypeAlias = TextContent | ImageContent
@@ -138,6 +186,8 @@ class Cost:
     cache_read: float = 0.0
     cache_write: float = 0.0
     total: float = 0.0
+    wire_extras: WireExtras | None = attrs.field(default=None, eq=False, repr=False)
+    """Unmodelled keys and key order of a loaded object (see :class:`WireExtras`)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -152,6 +202,8 @@ class Usage:
     total_tokens: int = 0
     reasoning: int | None = None
     cost: Cost = attrs.field(factory=Cost)
+    wire_extras: WireExtras | None = attrs.field(default=None, eq=False, repr=False)
+    """Unmodelled keys and key order of a loaded object (see :class:`WireExtras`)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -235,6 +287,8 @@ class SystemMessage:
     tools_removed: list[ToolReference] | None = None
     timestamp: int = attrs.field(factory=now_ms)
     role: Literal["system"] = "system"
+    wire_extras: WireExtras | None = attrs.field(default=None, eq=False, repr=False)
+    """Unmodelled keys and key order of a loaded object (see :class:`WireExtras`)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -244,6 +298,8 @@ class UserMessage:
     content: str | list[UserContent]
     timestamp: int = attrs.field(factory=now_ms)
     role: Literal["user"] = "user"
+    wire_extras: WireExtras | None = attrs.field(default=None, eq=False, repr=False)
+    """Unmodelled keys and key order of a loaded object (see :class:`WireExtras`)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -267,6 +323,8 @@ class AssistantMessage:
     duration_ms: int | None = None
     timestamp: int = attrs.field(factory=now_ms)
     role: Literal["assistant"] = "assistant"
+    wire_extras: WireExtras | None = attrs.field(default=None, eq=False, repr=False)
+    """Unmodelled keys and key order of a loaded object (see :class:`WireExtras`)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -284,6 +342,8 @@ class ToolResultMessage:
     duration_ms: int | None = None
     timestamp: int = attrs.field(factory=now_ms)
     role: Literal["toolResult"] = "toolResult"
+    wire_extras: WireExtras | None = attrs.field(default=None, eq=False, repr=False)
+    """Unmodelled keys and key order of a loaded object (see :class:`WireExtras`)."""
 
 
 Message: TypeAlias = SystemMessage | UserMessage | AssistantMessage | ToolResultMessage

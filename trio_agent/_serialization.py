@@ -7,7 +7,10 @@ milliseconds, and the discriminator (``role`` for messages, ``type`` for content
 events) is always written, first. Loading is strict: unknown roles and types, unknown keys,
 missing keys and values of the wrong JSON type are errors, with one exception: the
 upstream-only keys listed in :data:`UPSTREAM_ONLY_KEYS` (fields upstream writes but
-trio_agent does not model) are dropped, so an upstream transcript loads. Keys the wire
+trio_agent does not model) are accepted. They are kept in the object's ``wire_extras``
+(see :class:`~trio_agent.serialization.WireExtras`), together with the key order when it
+is not the one trio_agent writes, so a transcript written by upstream loads and dumps
+back byte for byte. Keys the wire
 format requires are required on load even where the Python class has a default for
 convenience (``timestamp`` on the built-in messages, ``usage`` and ``stopReason`` on
 assistant messages, ``isError`` on tool results): a line without them is malformed, and
@@ -62,6 +65,7 @@ from ._messages import (
     ToolResultMessage,
     Usage,
     UserMessage,
+    WireExtras,
     registered_message_types,
 )
 
@@ -83,8 +87,9 @@ _DISCRIMINATORS = ("role", "type")
 UPSTREAM_ONLY_KEYS: Mapping[type[Any], frozenset[str]] = types.MappingProxyType(
     {
         # Reference upstream-ai.md §1.1-§1.3 and §1.7: fields upstream 1.6.0 writes that
-        # trio_agent does not model. They are dropped on load (never written back), so a
-        # transcript recorded by upstream loads; any other unknown key is an error.
+        # trio_agent does not model. Loading keeps them in ``wire_extras`` (written back
+        # as read) or, for the model classes, drops them; any other unknown key is an
+        # error.
         AssistantMessage: frozenset(
             {"providerThinkingLevel", "diagnostics", "deferred", "rawStopReason", "endTurn"}
         ),
@@ -104,7 +109,13 @@ UPSTREAM_ONLY_KEYS: Mapping[type[Any], frozenset[str]] = types.MappingProxyType(
         ModelCost: frozenset({"tiers"}),
     }
 )
-"""Upstream-only wire keys, per class, that loading silently drops."""
+"""Upstream-only wire keys, per class, that loading accepts although no field models them.
+
+On transcript classes (messages, content blocks, :class:`~trio_agent.Usage`,
+:class:`~trio_agent.Cost`) they are kept in the object's ``wire_extras`` and written back
+unchanged, so a transcript written by pi dumps back byte for byte; on
+:class:`~trio_agent.Model` and :class:`~trio_agent.ModelCost` they are dropped.
+"""
 
 # Reference upstream-ai.md §1.2: wire keys that are not optional upstream but have a
 # default in the Python classes (so that code can build messages tersely). Loading
@@ -183,12 +194,21 @@ def _is_attrs_class(tp: Any) -> bool:
 _PRIMITIVES = (str, int, float, bool)
 
 
+_EXTRAS = "wire_extras"
+
+
+def _has_extras(cls: type[Any]) -> bool:
+    return _EXTRAS in attrs.fields_dict(cls)
+
+
 def _attrs_unstructure_factory(cls: type[Any], conv: cattrs.Converter) -> Callable[[Any], Any]:
     # Hand-rolled rather than cattrs' generated function: that one moves every omittable
     # field after the required ones, and we want the attribute order on the wire (with the
     # discriminator first, as upstream writes it).
     attrs.resolve_types(cls)
-    fields = list(attrs.fields(cls))
+    fields = [field for field in attrs.fields(cls) if field.name != _EXTRAS]
+    with_extras = _has_extras(cls)
+    wire_names = frozenset(_camel(field.name) for field in fields)
     disc = _discriminator(cls)
     if disc is not None:
         fields.sort(key=lambda field: field.name != disc[0])
@@ -220,35 +240,71 @@ def _attrs_unstructure_factory(cls: type[Any], conv: cattrs.Converter) -> Callab
                     out[key] = None
             else:
                 out[key] = value if hook is None else hook(value)
+        if with_extras:
+            extras = obj.wire_extras
+            if extras is not None:
+                return _with_extras(out, extras, wire_names)
         return out
 
     return unstructure
 
 
+def _with_extras(
+    out: dict[str, Any], extras: WireExtras, wire_names: frozenset[str]
+) -> dict[str, Any]:
+    """``out`` plus the unmodelled keys of ``extras``, in the key order they were read
+    (keys that order does not know follow, in the order they are written)."""
+    for key, value in extras.values.items():
+        if key not in wire_names:  # a modelled field always wins
+            out[key] = value
+    if extras.order is None:
+        return out
+    ordered = {key: out.pop(key) for key in extras.order if key in out}
+    ordered.update(out)
+    return ordered
+
+
 def _attrs_structure_factory(cls: type[Any], conv: cattrs.Converter) -> Callable[[Any, Any], Any]:
     attrs.resolve_types(cls)
+    with_extras = _has_extras(cls)
     renames: dict[str, Any] = {
-        field.name: override(rename=_camel(field.name)) for field in attrs.fields(cls)
+        field.name: override(omit=True)
+        if field.name == _EXTRAS
+        else override(rename=_camel(field.name))
+        for field in attrs.fields(cls)
     }
     inner = make_dict_structure_fn(cls, conv, _cattrs_forbid_extra_keys=True, **renames)
-    dropped = UPSTREAM_ONLY_KEYS.get(cls, frozenset())
+    upstream_only = UPSTREAM_ONLY_KEYS.get(cls, frozenset())
     required = _REQUIRED_ON_LOAD.get(cls, ())
+    # The order in which the unstructure hook writes the modelled keys.
+    fields = [field for field in attrs.fields(cls) if field.name != _EXTRAS]
+    disc = _discriminator(cls)
+    if disc is not None:
+        fields.sort(key=lambda field: field.name != disc[0])
+    written_order = tuple(_camel(field.name) for field in fields)
 
     def structure(data: Any, _: Any) -> Any:
         if not isinstance(data, dict):
             raise _SchemaError(
                 f"expected a JSON object for {cls.__name__}, got {_json_type_name(data)}"
             )
-        if dropped and not dropped.isdisjoint(data):
-            data = {key: value for key, value in data.items() if key not in dropped}
+        extra_values: dict[str, Any] | None = None
+        if upstream_only and not upstream_only.isdisjoint(data):
+            extra_values = {key: value for key, value in data.items() if key in upstream_only}
+            modelled = {key: value for key, value in data.items() if key not in upstream_only}
+        else:
+            modelled = data
         errors: list[Exception] = [
             _SchemaError(f"missing key {key!r}") for key in required if key not in data
         ]
         if not errors:
-            return inner(data, cls)
+            obj = inner(modelled, cls)
+            if with_extras:
+                return _attach_extras(obj, data, extra_values, written_order)
+            return obj
         # Report the other problems of the object too, as for any other missing key.
         try:
-            inner(data, cls)
+            inner(modelled, cls)
         except Exception as exc:
             errors.append(exc)
         if len(errors) == 1:
@@ -256,6 +312,25 @@ def _attrs_structure_factory(cls: type[Any], conv: cattrs.Converter) -> Callable
         raise ExceptionGroup(f"while structuring {cls.__name__}", errors)
 
     return structure
+
+
+def _attach_extras(
+    obj: Any,
+    data: dict[str, Any],
+    extra_values: dict[str, Any] | None,
+    written_order: tuple[str, ...],
+) -> Any:
+    """``obj`` with the :class:`~trio_agent.WireExtras` of ``data``, if it has any."""
+    read_order = tuple(data)
+    # What the unstructure hook would write: the modelled keys in its order, then the
+    # extra values in the order they were read.
+    expected = [key for key in written_order if key in data]
+    if extra_values:
+        expected += extra_values
+    order = None if read_order == tuple(expected) else read_order
+    if order is None and not extra_values:
+        return obj
+    return attrs.evolve(obj, wire_extras=WireExtras(values=extra_values or {}, order=order))
 
 
 # ---------------------------------------------------------------------------------------
