@@ -647,7 +647,7 @@ def test_dump_unserializable_names_the_line() -> None:
     )
     with pytest.raises(SerializationError) as info:
         dump_transcript(io.StringIO(), [UPSTREAM_MESSAGES[0], bad])
-    assert str(info.value) == "line 2: cannot serialize: cannot write 'complex' values as JSON"
+    assert str(info.value) == "line 2: cannot write 'complex' values as JSON @ $.details"
 
 
 # ---------------------------------------------------------------------------------------

@@ -10,9 +10,39 @@ import json
 import math
 from collections.abc import Callable, Mapping
 from decimal import Decimal
-from typing import Any
+from typing import Any, Final
 
-__all__ = ["js_number", "js_stringify"]
+__all__ = ["MAX_DEPTH", "depth_exceeds", "js_number", "js_stringify"]
+
+MAX_DEPTH: Final = 200
+"""The deepest nesting of objects and arrays in one JSON document that trio_agent reads or
+writes (a transcript line, a serialized value).
+
+Python's JSON parser, cattrs and every recursive walk over the data use the interpreter's
+stack (about 1,000 frames by default, a few per level); below this depth they all have
+room to spare, so deeper data is refused with a clear error instead of a
+``RecursionError`` half-way (reliability findings F7 to F9).
+"""
+
+
+def depth_exceeds(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests dicts, lists and tuples more than ``limit`` levels deep
+    (a scalar is level 0, ``{}`` and ``[]`` are level 1). Iterative, so it works on any
+    depth; a cyclic value counts as too deep."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        depth += 1
+        if depth > limit:
+            return True
+        stack.extend((child, depth) for child in children)
+    return False
 
 
 def js_number(value: int | float) -> str:

@@ -26,12 +26,13 @@ cattrs' own exception groups never leak.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import types
 import typing
 from collections.abc import Callable, Iterable, Mapping
-from typing import IO, Any, Literal, TypeVar, overload
+from typing import IO, Any, Literal, NoReturn, TypeVar, overload
 
 import attrs
 import cattrs
@@ -52,7 +53,7 @@ from cattrs.gen import (
 from cattrs.preconf.json import make_converter
 
 from ._exceptions import SerializationError
-from ._jsjson import js_stringify
+from ._jsjson import MAX_DEPTH, depth_exceeds, js_stringify
 from ._messages import (
     AgentMessage,
     AssistantMessage,
@@ -592,8 +593,24 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+_TOO_DEEP = f"JSON nested too deeply (more than {MAX_DEPTH} levels)"
+
+
+class _TooDeep(ValueError):
+    """JSON text nests deeper than :data:`MAX_DEPTH`."""
+
+
 def _loads(text: str | bytes) -> Any:
-    return json.loads(text, parse_constant=_reject_constant)
+    """Parse JSON text; ``ValueError`` for text that is not JSON, :class:`_TooDeep` for
+    text that nests deeper than :data:`MAX_DEPTH` (which the rest of the library could
+    not walk, and which Python's parser may not even read)."""
+    try:
+        data = json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:
+        raise _TooDeep(_TOO_DEEP) from None
+    if depth_exceeds(data, MAX_DEPTH):
+        raise _TooDeep(_TOO_DEEP)
+    return data
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -615,6 +632,77 @@ def _dumps(data: Any) -> str:
     # or from ``surrogateescape``); UTF-8 cannot encode them. They can only occur inside
     # JSON strings, where an escape is valid: write them as JSON.stringify does.
     return _LONE_SURROGATE.sub(_escape_surrogate, text)
+
+
+# ---------------------------------------------------------------------------------------
+# What can be written (reliability finding F9)
+
+_IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
+
+
+def _member_path(path: str, key: str) -> str:
+    return f"{path}.{key}" if _IDENTIFIER.fullmatch(key) else f"{path}[{json.dumps(key)}]"
+
+
+def _check_writable(value: Any, *, strict: bool) -> None:
+    """Refuse, before anything is converted, a value that JSON cannot hold.
+
+    Raises :class:`~trio_agent.SerializationError` naming the JSON path and the problem:
+    bytes, a non-string key, a value of another type, a cyclic value, nesting deeper than
+    :data:`MAX_DEPTH` and, when ``strict``, a float that is NaN or infinite (which
+    ``JSON.stringify`` writes as ``null``, so it would not load back). The walk is
+    recursive but stops at :data:`MAX_DEPTH`, so it never exhausts the stack.
+    """
+    ancestors: set[int] = set()
+
+    def fail(path: str, problem: str) -> NoReturn:
+        if len(path) > 80:
+            path = path[:77] + "..."
+        raise SerializationError(_at(problem, path))
+
+    def walk(item: Any, path: str, depth: int) -> None:
+        if item is None or isinstance(item, str | bool | int):
+            return
+        if isinstance(item, float):
+            if strict and not math.isfinite(item):
+                name = "NaN" if math.isnan(item) else ("-Infinity" if item < 0 else "Infinity")
+                fail(path, f"{name} is not JSON")
+            return
+        if isinstance(item, bytes | bytearray | memoryview):
+            fail(path, "bytes are not JSON")
+        if isinstance(item, dict):
+            members: Iterable[tuple[str, Any]] = item.items()
+            for key in item:
+                if not isinstance(key, str):
+                    fail(path, f"a key must be a string, got {_short_repr(key)}")
+        elif isinstance(item, list | tuple):
+            members = ((f"[{index}]", child) for index, child in enumerate(item))
+        elif attrs.has(type(item)):
+            members = (
+                (field.name, getattr(item, field.name))
+                for field in attrs.fields(type(item))
+                if field.name != _EXTRAS
+            )
+        else:
+            fail(path, f"cannot write {type(item).__name__!r} values as JSON")
+        if depth >= MAX_DEPTH:
+            fail(path, _TOO_DEEP)
+        if id(item) in ancestors:
+            fail(path, "cyclic value")
+        ancestors.add(id(item))
+        is_list = isinstance(item, list | tuple)
+        is_attrs = not is_list and not isinstance(item, dict)
+        for key, child in members:
+            if is_list:
+                child_path = path + key
+            elif is_attrs:
+                child_path = f"{path}.{_camel(key)}"
+            else:
+                child_path = _member_path(path, key)
+            walk(child, child_path, depth + 1)
+        ancestors.discard(id(item))
+
+    walk(value, "$", 0)
 
 
 # ---------------------------------------------------------------------------------------
@@ -662,9 +750,12 @@ def to_json(value: Any) -> str:
     surrogates escaped. Python ints keep all their digits.
 
     Raises:
-        SerializationError: the value holds something JSON cannot represent (e.g. a set
-            or a complex number in ``details``).
+        SerializationError: the value holds something JSON cannot represent: bytes, a set
+            or a complex number in ``details``, a non-string key, a cyclic value, or
+            nesting deeper than 200 levels. The message names the JSON path
+            (``$.details.b: bytes are not JSON``).
     """
+    _check_writable(value, strict=False)
     return _dumps(converter.unstructure(value))
 
 
@@ -676,13 +767,20 @@ def from_json(text: str | bytes, cls: Any) -> Any:
     """Parse JSON text into a value of ``cls``; see :func:`from_dict` for ``cls``.
 
     Raises:
-        SerializationError: the text is not JSON (``invalid JSON: ...``) or does not
-            describe a ``cls``.
+        SerializationError: the text is not JSON (``invalid JSON: ...``), is bytes that
+            are not UTF-8, nests deeper than 200 levels, or does not describe a ``cls``.
         TypeError: ``cls`` is not a type this module can load.
     """
+    if isinstance(text, bytes | bytearray):
+        try:
+            text = _decode_line(bytes(text))
+        except _NotUtf8 as exc:
+            raise SerializationError(str(exc)) from None
     try:
         data = _loads(text)
-    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+    except _TooDeep as exc:
+        raise SerializationError(str(exc)) from None
+    except ValueError as exc:  # JSONDecodeError is a ValueError
         raise SerializationError(f"invalid JSON: {exc}") from None
     return _structure(data, cls)
 
@@ -697,24 +795,61 @@ def dump_transcript(path_or_file: _PathOrFile, messages: Iterable[AgentMessage])
     ends) or an open text file (written at its position and left open). This does
     blocking file I/O; from Trio code call it through ``trio.to_thread.run_sync``.
 
+    Every message is checked before anything is written, so a failed dump writes
+    nothing (a path is not even truncated): what this function writes,
+    :func:`load_transcript` reads back (reliability finding F9). Free-form values
+    (``details``, tool arguments) come back as JSON values: tuples as lists, integral
+    floats of 2**53 or more as ints.
+
     Raises:
-        SerializationError: a message cannot be serialized (the message names its 1-based
-            line number); lines before it have been written.
+        SerializationError: an entry is not a message (a built-in one or one of a class
+            registered with :func:`~trio_agent.register_message_type`), holds something
+            JSON cannot represent (bytes, NaN or an infinity, a non-string key, a cyclic
+            value, nesting deeper than 200 levels) or would not load back. The message
+            starts with the entry's 1-based line number and names the JSON path
+            (``line 2: $.details.b: bytes are not JSON``).
     """
+    lines = [_transcript_line(lineno, message) for lineno, message in enumerate(messages, 1)]
+    text = "".join(line + "\n" for line in lines)
     if isinstance(path_or_file, str | os.PathLike):
         with open(path_or_file, "w", encoding="utf-8", newline="\n") as file:
-            _write_lines(file, messages)
+            file.write(text)
     else:
-        _write_lines(path_or_file, messages)
+        path_or_file.write(text)
 
 
-def _write_lines(file: IO[str], messages: Iterable[AgentMessage]) -> None:
-    for lineno, message in enumerate(messages, start=1):
-        try:
-            line = to_json(message)
-        except SerializationError as exc:
-            raise SerializationError(f"line {lineno}: {exc}") from None
-        file.write(line + "\n")
+def _transcript_line(lineno: int, message: Any) -> str:
+    """The JSON line of one transcript entry, checked to load back."""
+    role = getattr(type(message), "__attrs_attrs__", None) and getattr(message, "role", None)
+    known = _BUILT_IN_MESSAGES.get(role) if isinstance(role, str) else None
+    if known is None and isinstance(role, str):
+        known = registered_message_types().get(role)
+    if known is None or type(message) is not known:
+        raise SerializationError(
+            f"line {lineno}: expected a message (SystemMessage, UserMessage, "
+            "AssistantMessage, ToolResultMessage or a registered message class), got "
+            f"{_short_repr(message)}"
+        )
+    try:
+        _check_writable(message, strict=True)
+        line = _dumps(converter.unstructure(message))
+        # Parse it as load_transcript will: anything it would refuse is refused here.
+        _structure(_loads(line), AgentMessage)
+    except SerializationError as exc:
+        raise SerializationError(f"line {lineno}: {exc}") from None
+    except ValueError as exc:  # not reached: the walk refuses what JSON cannot hold
+        raise SerializationError(f"line {lineno}: cannot serialize: {exc}") from None
+    return line
+
+
+_BUILT_IN_MESSAGES: Mapping[str, type[Any]] = types.MappingProxyType(
+    {
+        "system": SystemMessage,
+        "user": UserMessage,
+        "assistant": AssistantMessage,
+        "toolResult": ToolResultMessage,
+    }
+)
 
 
 def load_transcript(path_or_file: _PathOrFile) -> list[AgentMessage]:
@@ -722,15 +857,18 @@ def load_transcript(path_or_file: _PathOrFile) -> list[AgentMessage]:
 
     Blank lines are skipped. Each line is one message resolved by ``role``, including the
     roles of registered application message classes. Upstream-only keys listed in
-    :data:`UPSTREAM_ONLY_KEYS` are dropped. Blocking file I/O, like
-    :func:`dump_transcript`.
+    :data:`UPSTREAM_ONLY_KEYS` are kept (see :class:`~trio_agent.serialization.WireExtras`).
+    A path is read as UTF-8, line by line; an open text file is read as it decodes.
+    Blocking file I/O, like :func:`dump_transcript`.
 
     Raises:
-        SerializationError: a line is not JSON or not a message; the message starts with
-            the 1-based line number (``line 3: unknown role 'bogus'``).
+        SerializationError: a line is not UTF-8, not JSON, nests deeper than 200 levels
+            or is not a message; the message starts with the 1-based line number
+            (``line 3: unknown role 'bogus'``, ``line 2: not valid UTF-8 (byte 0xe9 at
+            column 29)``, ``line 2: JSON nested too deeply (more than 200 levels)``).
     """
     if isinstance(path_or_file, str | os.PathLike):
-        with open(path_or_file, encoding="utf-8") as file:
+        with open(path_or_file, "rb") as file:
             return _read_lines(file)
     return _read_lines(path_or_file)
 
@@ -738,15 +876,55 @@ def load_transcript(path_or_file: _PathOrFile) -> list[AgentMessage]:
 _WHITESPACE = re.compile(r"\s*")
 
 
-def _read_lines(file: IO[str]) -> list[AgentMessage]:
+class _NotUtf8(ValueError):
+    pass
+
+
+def _decode_line(raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        column = len(raw[: exc.start].decode("utf-8", "replace")) + 1
+        raise _NotUtf8(
+            f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {column})"
+        ) from None
+
+
+def _lines(file: IO[Any]) -> Iterable[tuple[int, str]]:
+    """``(line number, text)`` of each line; bytes are decoded line by line."""
+    lineno = 0
+    iterator = iter(file)
+    while True:
+        lineno += 1
+        try:
+            line = next(iterator)
+        except StopIteration:
+            return
+        except UnicodeDecodeError as exc:
+            # A text file opened by the caller decodes a whole buffer at a time, so the
+            # bad byte may lie a few lines further on.
+            raise SerializationError(
+                f"line {lineno} or later: not valid {exc.encoding} ({exc.reason})"
+            ) from None
+        if isinstance(line, bytes):
+            try:
+                line = _decode_line(line)
+            except _NotUtf8 as exc:
+                raise SerializationError(f"line {lineno}: {exc}") from None
+        yield lineno, line
+
+
+def _read_lines(file: IO[Any]) -> list[AgentMessage]:
     messages: list[AgentMessage] = []
-    for lineno, line in enumerate(file, start=1):
+    for lineno, line in _lines(file):
         if _WHITESPACE.fullmatch(line):
             continue
         try:
             # Without the line end: an error at the end of the line would otherwise be
             # reported at column 1 of the (non-existent) next line.
             data = _loads(line.rstrip("\r\n"))
+        except _TooDeep as exc:
+            raise SerializationError(f"line {lineno}: {exc}") from None
         except json.JSONDecodeError as exc:
             raise SerializationError(
                 f"line {lineno}: invalid JSON: {exc.msg} at column {exc.colno}"
