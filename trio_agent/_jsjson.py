@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any, Final
 
-__all__ = ["MAX_DEPTH", "depth_exceeds", "js_number", "js_stringify"]
+__all__ = ["MAX_ARGUMENTS_DEPTH", "MAX_DEPTH", "depth_exceeds", "js_number", "js_stringify"]
 
 MAX_DEPTH: Final = 200
 """The deepest nesting of objects and arrays in one JSON document that trio_agent reads or
@@ -22,6 +22,15 @@ Python's JSON parser, cattrs and every recursive walk over the data use the inte
 stack (about 1,000 frames by default, a few per level); below this depth they all have
 room to spare, so deeper data is refused with a clear error instead of a
 ``RecursionError`` half-way (reliability findings F7 to F9).
+"""
+
+
+MAX_ARGUMENTS_DEPTH: Final = 100
+"""The deepest nesting of a tool call's arguments (the arguments object is level 1).
+
+Deeper arguments are invalid arguments, reported to the model as such (reliability
+finding F7). Half of :data:`MAX_DEPTH`, so that a message holding them can always be
+written and read back.
 """
 
 

@@ -31,7 +31,8 @@ from decimal import Decimal
 from typing import Any, Final, TypeAlias, TypeGuard
 
 from ._exceptions import ToolArgumentsError
-from ._jsjson import js_number, js_stringify
+from ._jsjson import MAX_ARGUMENTS_DEPTH, depth_exceeds, js_number, js_stringify
+from ._json_stream import TOO_DEEP
 from ._messages import ToolCall
 from ._schema_formats import FORMATS, search
 from ._tools import AgentTool
@@ -64,7 +65,9 @@ def validate_tool_arguments(tool: AgentTool, tool_call: ToolCall) -> dict[str, A
 
     Raises:
         ToolArgumentsError: ``tool_call.arguments_error`` is set (message
-            ``Invalid arguments for tool "<name>": <error>``), or the arguments fail the
+            ``Invalid arguments for tool "<name>": <error>``), the arguments nest more
+            than 100 levels deep (``<error>`` is
+            ``JSON nested too deeply (more than 100 levels)``), or the arguments fail the
             check. The message then reads ``Validation failed for tool "<name>":``
             followed by one ``  - <path>: <problem>`` line per problem (``root`` is the
             arguments object itself, nested paths are dotted: ``edits.0.oldText``) and
@@ -74,6 +77,10 @@ def validate_tool_arguments(tool: AgentTool, tool_call: ToolCall) -> dict[str, A
         raise ToolArgumentsError(
             f'Invalid arguments for tool "{tool.name}": {tool_call.arguments_error}'
         )
+    if depth_exceeds(tool_call.arguments, MAX_ARGUMENTS_DEPTH):
+        # Reliability finding F7: too deep to copy, check or echo; the model gets an
+        # error it can act on instead of a failed response.
+        raise ToolArgumentsError(f'Invalid arguments for tool "{tool.name}": {TOO_DEEP}')
     schema = _Schema(tool.parameters)
     value: Any = copy.deepcopy(tool_call.arguments)
     schema.drop_optional_nulls(value, schema.root, 0)
