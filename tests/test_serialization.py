@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import base64
 import io
 import json
 from pathlib import Path
@@ -108,7 +109,11 @@ thinking_blocks = st.builds(
     thinking_signature=opt_texts,
     redacted=st.none() | st.booleans(),
 )
-image_blocks = st.builds(ImageContent, data=texts, mime_type=texts)
+image_blocks = st.builds(
+    ImageContent,
+    data=st.binary(max_size=12).map(lambda raw: base64.b64encode(raw).decode()),
+    mime_type=texts,
+)
 tool_calls = st.builds(
     ToolCall,
     id=texts,
@@ -647,7 +652,9 @@ def test_dump_unserializable_names_the_line() -> None:
     )
     with pytest.raises(SerializationError) as info:
         dump_transcript(io.StringIO(), [UPSTREAM_MESSAGES[0], bad])
-    assert str(info.value) == "line 2: cannot write 'complex' values as JSON @ $.details"
+    assert str(info.value) == (
+        "line 2: ToolResultMessage.details: cannot write 'complex' values as JSON"
+    )
 
 
 # ---------------------------------------------------------------------------------------

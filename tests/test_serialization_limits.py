@@ -92,7 +92,8 @@ def test_nesting_just_within_the_limit_loads(tmp_path: Path) -> None:
     assert load_transcript(path) == [result(nested(199))]
     with pytest.raises(SerializationError) as info:
         dump_transcript(path, [result(nested(200))])
-    assert str(info.value).startswith(f"line 1: {TOO_DEEP} @ $.details.a.a")
+    assert str(info.value).startswith("line 1: ToolResultMessage.details.a.a.a")
+    assert str(info.value).endswith(f"...: {TOO_DEEP}")
     too_deep = '{"role":"user","content":' + "[" * 200 + "]" * 200 + ',"timestamp":1}'
     path.write_text(too_deep)
     assert load_error(path) == f"line 1: {TOO_DEEP}"
@@ -130,19 +131,27 @@ def test_a_dict_is_not_a_message() -> None:
         [UserMessage(content="x", timestamp=1), {"role": "user", "content": "x"}]
     ) == (
         "line 2: expected a message (SystemMessage, UserMessage, AssistantMessage, "
-        "ToolResultMessage or a registered message class), got {'role': 'user', 'content': 'x'}"
+        "ToolResultMessage or a class registered with register_message_type), got "
+        "{'role': 'user', 'content': 'x'}"
     )
 
 
 def test_a_message_with_a_wrong_field_type_is_refused() -> None:
     bad = UserMessage(content=123, timestamp=1)  # type: ignore[arg-type]  # the bad input
-    assert dump_error([bad]) == ("line 1: expected a string or an array, got a number @ $.content")
+    assert dump_error([bad]) == (
+        "line 1: UserMessage.content must be a str or a list of TextContent or ImageContent, "
+        "got 123"
+    )
     bad_block = UserMessage(content=[TextContent(text=None)], timestamp=1)  # type: ignore[arg-type]
-    assert dump_error([bad_block]) == "line 1: expected a string, got None @ $.content[0].text"
+    assert dump_error([bad_block]) == "line 1: UserMessage.content[0].text must be a str, got None"
+    late = UserMessage(content="x", timestamp="now")  # type: ignore[arg-type]  # the bad input
+    assert dump_error([late]) == "line 1: UserMessage.timestamp must be an int, got 'now'"
 
 
 def test_bytes_are_refused_not_changed() -> None:
-    assert dump_error([result({"b": b"\x00raw"})]) == "line 1: bytes are not JSON @ $.details.b"
+    assert dump_error([result({"b": b"\x00raw"})]) == (
+        "line 1: ToolResultMessage.details.b: bytes are not JSON"
+    )
     with pytest.raises(SerializationError) as info:
         to_json(result({"b": b"\x00raw"}))
     assert str(info.value) == "bytes are not JSON @ $.details.b"
@@ -152,8 +161,8 @@ def test_deep_tool_arguments_are_refused() -> None:
     call = ToolCall(id="c", name="deep", arguments=nested(2_000))
     message = AssistantMessage(content=[call], api="faux", provider="faux", model="m", timestamp=1)
     error = dump_error([message])
-    assert error.startswith(f"line 1: {TOO_DEEP} @ $.content[0].arguments.a.a.a")
-    assert error.endswith("...")
+    assert error.startswith("line 1: AssistantMessage.content[0].arguments.a.a.a")
+    assert error.endswith(f"...: {TOO_DEEP}")
     with pytest.raises(SerializationError) as info:
         to_json(message)
     assert str(info.value).startswith(f"{TOO_DEEP} @ $.content[0].arguments.a")
@@ -162,7 +171,9 @@ def test_deep_tool_arguments_are_refused() -> None:
 def test_cyclic_details_are_refused() -> None:
     cycle: list[Any] = []
     cycle.append(cycle)
-    assert dump_error([result({"x": cycle})]) == "line 1: cyclic value @ $.details.x[0]"
+    assert dump_error([result({"x": cycle})]) == (
+        "line 1: ToolResultMessage.details.x[0]: cyclic value"
+    )
     mapping: dict[str, Any] = {}
     mapping["self"] = mapping
     with pytest.raises(SerializationError) as info:
@@ -188,16 +199,22 @@ def test_non_finite_floats_are_refused_by_dump(value: float, name: str) -> None:
         usage=Usage(cost=Cost(total=value)),
         timestamp=1,
     )
-    assert dump_error([message]) == f"line 1: {name} is not JSON @ $.usage.cost.total"
-    assert dump_error([result({"r": [value]})]) == f"line 1: {name} is not JSON @ $.details.r[0]"
+    assert dump_error([message]) == (
+        f"line 1: AssistantMessage.usage.cost.total must be a finite number, got {value!r}"
+    )
+    assert dump_error([result({"r": [value]})]) == (
+        f"line 1: ToolResultMessage.details.r[0]: {name} is not JSON"
+    )
     # to_json writes what JSON.stringify writes (reference parity.md N1).
     assert '"r":[null]' in to_json(result({"r": [value]}))
 
 
 def test_odd_keys_and_types_are_named() -> None:
-    assert dump_error([result({1: "x"})]) == "line 1: a key must be a string, got 1 @ $.details"
+    assert dump_error([result({1: "x"})]) == (
+        "line 1: ToolResultMessage.details: a key must be a string, got 1"
+    )
     assert dump_error([result({"a b": {2.5}})]) == (
-        "line 1: cannot write 'set' values as JSON @ $.details[\"a b\"]"
+        "line 1: ToolResultMessage.details[\"a b\"]: cannot write 'set' values as JSON"
     )
 
 

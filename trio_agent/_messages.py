@@ -8,6 +8,7 @@ as a ``Literal`` field with a default, so a serializer can always see it.
 
 from __future__ import annotations
 
+import binascii
 import time
 import types
 from collections.abc import Mapping
@@ -133,13 +134,51 @@ class ThinkingContent:
     """Unmodelled keys and key order of a loaded object (see :class:`WireExtras`)."""
 
 
+def _check_image_data(instance: Any, attribute: Any, data: Any) -> None:
+    if not isinstance(data, str):
+        raise TypeError(f"ImageContent.data must be a str of base64, got {_short(data)}")
+    if data[:5].lower() == "data:":
+        raise ValueError(
+            "ImageContent.data must be plain base64, without a data: URL prefix (the media "
+            f"type goes in mime_type), got {_short(data)}"
+        )
+    try:
+        binascii.a2b_base64(data, strict_mode=True)
+    except (binascii.Error, ValueError) as exc:
+        raise ValueError(f"ImageContent.data is not valid base64 ({exc}): {_short(data)}") from None
+
+
+def _check_mime_type(instance: Any, attribute: Any, mime_type: Any) -> None:
+    if not isinstance(mime_type, str):
+        raise TypeError(f"ImageContent.mime_type must be a str, got {_short(mime_type)}")
+
+
+def _short(value: Any) -> str:
+    """``repr(value)``; for a long string its start and its length."""
+    text = repr(value)
+    if len(text) <= 60:
+        return text
+    if isinstance(value, str):
+        return f"{value[:40]!r}... ({len(value)} characters)"
+    return text[:57] + "..."
+
+
 @attrs.frozen(kw_only=True)
 class ImageContent:
-    """An image input (user messages and tool results only)."""
+    """An image input (user messages and tool results only).
 
-    data: str
+    Raises:
+        TypeError: ``data`` or ``mime_type`` is not a ``str``.
+        ValueError: ``data`` is not strict base64 (no white space, correct padding), or
+            starts with a ``data:`` URL prefix. Such a prefix is refused, not stripped
+            (reliability finding P7b): the providers add it themselves, and stripping
+            would store something other than what was given; pass the part after the
+            comma, with the media type in ``mime_type``.
+    """
+
+    data: str = attrs.field(validator=_check_image_data)
     """Base64 data without a ``data:`` prefix."""
-    mime_type: str
+    mime_type: str = attrs.field(validator=_check_mime_type)
     """For example ``"image/png"``."""
     type: Literal["image"] = "image"
     wire_extras: WireExtras | None = attrs.field(default=None, eq=False, repr=False)

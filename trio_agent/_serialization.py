@@ -52,6 +52,7 @@ from cattrs.gen import (
 )
 from cattrs.preconf.json import make_converter
 
+from ._checks import check_message
 from ._exceptions import SerializationError
 from ._jsjson import MAX_DEPTH, depth_exceeds, js_stringify
 from ._messages import (
@@ -644,12 +645,22 @@ def _member_path(path: str, key: str) -> str:
     return f"{path}.{key}" if _IDENTIFIER.fullmatch(key) else f"{path}[{json.dumps(key)}]"
 
 
-def _check_writable(value: Any, *, strict: bool) -> None:
+class Unwritable(SerializationError):
+    """A value JSON cannot hold; ``path`` says where, ``problem`` what."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(_at(problem, path))
+        self.path = path
+        self.problem = problem
+
+
+def check_writable(value: Any, *, strict: bool, root: str = "$", depth: int = 0) -> None:
     """Refuse, before anything is converted, a value that JSON cannot hold.
 
-    Raises :class:`~trio_agent.SerializationError` naming the JSON path and the problem:
-    bytes, a non-string key, a value of another type, a cyclic value, nesting deeper than
-    :data:`MAX_DEPTH` and, when ``strict``, a float that is NaN or infinite (which
+    Raises :class:`Unwritable` (a :class:`~trio_agent.SerializationError`) naming the
+    path (from ``root``) and the problem: bytes, a non-string key, a value of another
+    type, a cyclic value, nesting deeper than :data:`MAX_DEPTH` (counting ``depth``
+    levels above ``value``) and, when ``strict``, a float that is NaN or infinite (which
     ``JSON.stringify`` writes as ``null``, so it would not load back). The walk is
     recursive but stops at :data:`MAX_DEPTH`, so it never exhausts the stack.
     """
@@ -658,7 +669,7 @@ def _check_writable(value: Any, *, strict: bool) -> None:
     def fail(path: str, problem: str) -> NoReturn:
         if len(path) > 80:
             path = path[:77] + "..."
-        raise SerializationError(_at(problem, path))
+        raise Unwritable(path, problem)
 
     def walk(item: Any, path: str, depth: int) -> None:
         if item is None or isinstance(item, str | bool | int):
@@ -702,7 +713,7 @@ def _check_writable(value: Any, *, strict: bool) -> None:
             walk(child, child_path, depth + 1)
         ancestors.discard(id(item))
 
-    walk(value, "$", 0)
+    walk(value, root, depth)
 
 
 # ---------------------------------------------------------------------------------------
@@ -755,7 +766,7 @@ def to_json(value: Any) -> str:
             nesting deeper than 200 levels. The message names the JSON path
             (``$.details.b: bytes are not JSON``).
     """
-    _check_writable(value, strict=False)
+    check_writable(value, strict=False)
     return _dumps(converter.unstructure(value))
 
 
@@ -820,36 +831,20 @@ def dump_transcript(path_or_file: _PathOrFile, messages: Iterable[AgentMessage])
 
 def _transcript_line(lineno: int, message: Any) -> str:
     """The JSON line of one transcript entry, checked to load back."""
-    role = getattr(type(message), "__attrs_attrs__", None) and getattr(message, "role", None)
-    known = _BUILT_IN_MESSAGES.get(role) if isinstance(role, str) else None
-    if known is None and isinstance(role, str):
-        known = registered_message_types().get(role)
-    if known is None or type(message) is not known:
-        raise SerializationError(
-            f"line {lineno}: expected a message (SystemMessage, UserMessage, "
-            "AssistantMessage, ToolResultMessage or a registered message class), got "
-            f"{_short_repr(message)}"
-        )
+    where = f"line {lineno}"
     try:
-        _check_writable(message, strict=True)
+        check_message(message, where)
+    except (TypeError, ValueError) as exc:
+        raise SerializationError(str(exc)) from None
+    try:
         line = _dumps(converter.unstructure(message))
         # Parse it as load_transcript will: anything it would refuse is refused here.
         _structure(_loads(line), AgentMessage)
     except SerializationError as exc:
-        raise SerializationError(f"line {lineno}: {exc}") from None
-    except ValueError as exc:  # not reached: the walk refuses what JSON cannot hold
-        raise SerializationError(f"line {lineno}: cannot serialize: {exc}") from None
+        raise SerializationError(f"{where}: {exc}") from None
+    except ValueError as exc:  # not reached: the check refuses what JSON cannot hold
+        raise SerializationError(f"{where}: cannot serialize: {exc}") from None
     return line
-
-
-_BUILT_IN_MESSAGES: Mapping[str, type[Any]] = types.MappingProxyType(
-    {
-        "system": SystemMessage,
-        "user": UserMessage,
-        "assistant": AssistantMessage,
-        "toolResult": ToolResultMessage,
-    }
-)
 
 
 def load_transcript(path_or_file: _PathOrFile) -> list[AgentMessage]:
