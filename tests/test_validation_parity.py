@@ -311,3 +311,76 @@ async def test_union_error_text_reaches_the_event_and_the_tool_result() -> None:
     ]
     results = [m for m in agent.state.messages if isinstance(m, ToolResultMessage)]
     assert [m.content for m in results] == [[TextContent(text=expected)]]
+
+
+# -- found by comparing with pi 1.6.0 on random schemas -------------------------------------
+
+KIND_A = {
+    "type": "object",
+    "properties": {"kind": {"const": "a"}, "size": {"type": "integer"}},
+    "required": ["kind", "size"],
+}
+KIND_B = {
+    "type": "object",
+    "properties": {"kind": {"const": "b"}, "n": {"type": "string"}},
+    "required": ["kind", "n"],
+}
+
+
+@pytest.mark.parametrize("keyword", ["anyOf", "oneOf"])
+def test_a_union_of_objects_with_a_const_property_is_discriminated(keyword: str) -> None:
+    schema = {keyword: [KIND_A, KIND_B]}
+    assert _run(schema, {"kind": "c"}) == _err('p.kind: expected one of ["a","b"]')
+    assert _run(schema, {"size": 1}) == _err('p.kind: expected one of ["a","b"]')
+    assert _run(schema, {"kind": "b"}) == _err("p.n: missing")
+    assert _run({keyword: [KIND_A]}, {}) == _err('p.kind: expected one of ["a"]')
+    # Not an object: the first branch reports, as for any union.
+    assert _run(schema, "x") == _err("p: expected object, got string")
+
+
+def test_a_union_with_a_branch_that_is_not_discriminated_reports_the_best_branch() -> None:
+    schema = {"anyOf": [NUMBER, {"type": "object", "properties": {"c": {"const": "x"}}}]}
+    assert _run(schema, {"c": "y"}) == _err('p.c: expected "x"')
+
+
+@pytest.mark.parametrize("value", [0, False, "", "null"])
+def test_nothing_converts_to_a_null_literal(value: Any) -> None:
+    assert _run({"enum": [None, "b"]}, value) == _err('p: expected one of [null,"b"]')
+    assert _run({"const": None}, 0) == _err("p: expected null")
+
+
+@pytest.mark.parametrize("text", ["", " ", "\t"])
+def test_blank_text_is_not_a_number_for_a_type_list(text: str) -> None:
+    assert _run({"type": ["number", "boolean"]}, text) == _err(
+        "p: expected number or boolean, got string"
+    )
+    assert _run({"type": ["number", "boolean"]}, " 12 ") == 12
+
+
+def test_object_errors_follow_the_schema_then_the_value() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"c": {"type": "boolean"}, "a": {"type": "string"}, "b": NUMBER},
+        "patternProperties": {"^z": NUMBER},
+        "additionalProperties": False,
+        "required": ["b", "x", "c"],
+    }
+    value = {"b": "q", "q": 1, "a": 1, "c": "z", "z": "w"}
+    assert _run(schema, value) == _err(
+        "p.x: missing",
+        "p.c: expected boolean, got string",
+        "p.b: expected number, got string",
+        "p.q: unknown field",
+        "p.z: expected number, got string",
+    )
+
+
+def test_a_keyword_conversion_must_satisfy_the_whole_union() -> None:
+    # "5" converts to 5 for both branches; 5 matches both, so the conversion is dropped
+    # in the keyword pass, then the type pass coerces it anyway.
+    assert _run({"oneOf": [INTEGER, NUMBER]}, "5") == _err("p: matches more than one alternative")
+    # 1.5 truncates to 1 for the first branch, which matches three: dropped; the type
+    # list of the third then makes it the string "1.5".
+    schema = {"oneOf": [INTEGER, {"const": 1}, {"type": ["integer", "string"]}]}
+    assert _run(schema, 1.5) == "1.5"
+    assert _run({"oneOf": [{"type": "null"}, {"type": "boolean"}]}, 0) is None

@@ -294,7 +294,9 @@ def _coerce_primitive(value: Any, type_name: Any) -> Any:
             number = 0
         elif isinstance(value, bool):
             number = int(value)
-        elif isinstance(value, str):
+        elif isinstance(value, str) and _js_trim(value):
+            # Blank text is 0 for a single type (pass 2) but not for a type list (as
+            # upstream).
             number = _parse_numeric(value)
         if type_name == "integer" and number is not _UNSET:
             if not _is_integral(number):
@@ -492,8 +494,8 @@ class _Schema:
             return value
         for literal in literals:
             type_name = _literal_type(literal)
-            if type_name is None:
-                continue
+            if type_name is None or type_name == "null":
+                continue  # nothing is converted to a null literal (as upstream)
             converted = _convert_primitive(value, type_name)
             if _json_equal(converted, literal) and self.is_valid(literal, schema, depth + 1):
                 return literal
@@ -509,9 +511,16 @@ class _Schema:
     ) -> Any:
         if any(self.is_valid(value, branch, depth + 1) for branch in branches):
             return value
+        # As upstream: a keyword conversion (pass 2) is kept only if the whole node then
+        # accepts the value; a type coercion (pass 3) as soon as some branch does, even
+        # when it then matches several branches of a ``oneOf`` (which the check reports).
+        whole = converter == self.convert
         for branch in branches:
             converted = converter(copy.deepcopy(value), branch, depth + 1)
-            if self.is_valid(converted, schema, depth + 1):
+            if whole:
+                if self.is_valid(converted, schema, depth + 1):
+                    return converted
+            elif any(self.is_valid(converted, other, depth + 1) for other in branches):
                 return converted
         return value
 
@@ -693,7 +702,12 @@ class _Schema:
         properties = _as_dict(schema, "properties")
         patterns = _as_dict(schema, "patternProperties")
         additional = schema.get("additionalProperties", True)
-        for key, member in value.items():
+        # Upstream's order: declared properties in the schema's order, then the value's
+        # other members in the value's order.
+        declared = [key for key in properties if key in value]
+        others = [key for key in value if key not in properties]
+        for key in declared + others:
+            member = value[key]
             member_path = (*path, key)
             matched = False
             if key in properties:
@@ -715,6 +729,66 @@ class _Schema:
         if _is_number(max_properties) and len(value) > max_properties:
             count = js_number(max_properties)
             errors.append((path, f"expected at most {count} properties", False))
+
+    def _union_errors(
+        self,
+        value: Any,
+        branches: list[Any],
+        failures: list[tuple[Any, list[_Error]]],
+        path: _Path,
+    ) -> list[_Error]:
+        """The errors of a union that no branch accepts.
+
+        A union of object schemas that all give one property a ``const`` is
+        discriminated by it, as upstream: an object whose property matches no branch's
+        constant (or lacks it) gets ``<path>.<property>: expected one of [<constants>]``;
+        otherwise the branches with its constant compete. Other unions report their best
+        branch (:meth:`_best_alternative`).
+        """
+        discriminator = self._discriminator(branches) if isinstance(value, dict) else None
+        if discriminator is not None:
+            name, constants = discriminator
+            if name in value:
+                matching = [
+                    failure
+                    for failure, constant in zip(failures, constants, strict=False)
+                    if _json_equal(value[name], constant)
+                ]
+                # ``failures`` lists every branch here: none passed.
+                if matching:
+                    return self._best_alternative(value, matching, path)
+            shown: list[Any] = []
+            for constant in constants:
+                if not any(_json_equal(constant, seen) for seen in shown):
+                    shown.append(constant)
+            return [((*path, name), f"expected one of {_format_enum(shown)}", False)]
+        return self._best_alternative(value, failures, path)
+
+    def _discriminator(self, branches: list[Any]) -> tuple[str, list[Any]] | None:
+        """``(property, constant per branch)`` when every branch is an object schema whose
+        ``properties`` give that property a ``const``; ``None`` otherwise."""
+        if not branches:
+            return None
+        all_properties: list[dict[str, Any]] = []
+        for branch in branches:
+            if isinstance(branch, dict) and "$ref" in branch and "properties" not in branch:
+                branch = self.resolve(branch["$ref"])
+            properties = branch.get("properties") if isinstance(branch, dict) else None
+            if not isinstance(properties, dict):
+                return None
+            all_properties.append(properties)
+        for name, member in all_properties[0].items():
+            if not (isinstance(member, dict) and "const" in member):
+                continue
+            constants = []
+            for properties in all_properties:
+                candidate = properties.get(name)
+                if not (isinstance(candidate, dict) and "const" in candidate):
+                    break
+                constants.append(candidate["const"])
+            else:
+                return name, constants
+        return None
 
     def _best_alternative(
         self, value: Any, failures: list[tuple[Any, list[_Error]]], path: _Path
@@ -778,7 +852,7 @@ class _Schema:
             if passing > 1:
                 errors.append((path, "matches more than one alternative", False))
             elif passing == 0:
-                errors.extend(self._best_alternative(value, failures, path))
+                errors.extend(self._union_errors(value, branches, failures, path))
         if "not" in schema and self.is_valid(value, schema["not"], depth + 1):
             errors.append((path, "must not match the schema in not", False))
 
