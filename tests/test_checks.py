@@ -263,9 +263,15 @@ def test_load_transcript_refuses_a_bad_image_naming_the_line() -> None:
     )
     with pytest.raises(SerializationError) as info:
         load_transcript(io.StringIO(f"{good}\n{bad}\n"))
-    assert str(info.value).startswith("line 2: ")
-    assert "ImageContent.data must be plain base64, without a data: URL prefix" in str(info.value)
-    assert str(info.value).endswith("@ $.content[0]")
+    assert str(info.value) == (
+        "line 2: ImageContent.data must be plain base64, without a data: URL prefix (the "
+        "media type goes in mime_type), got 'data:image/png;base64,iVBORw0KGgo=' @ "
+        "$.content[0]"
+    )
+    bad = bad.replace(f"data:image/png;base64,{PNG}", "!!!not base64!!!")
+    with pytest.raises(SerializationError) as info:
+        load_transcript(io.StringIO(bad))
+    assert str(info.value).startswith("line 1: ImageContent.data is not valid base64 (")
 
 
 # -- F16: tool names -------------------------------------------------------------------------

@@ -575,7 +575,9 @@ def _error_lines(exc: BaseException, path: str) -> list[str]:
         keys = ", ".join(repr(key) for key in sorted(exc.extra_fields))
         noun = "key" if len(exc.extra_fields) == 1 else "keys"
         return [_at(f"unknown {noun} {keys} in {exc.cl.__name__}", path)]
-    if isinstance(exc, _SchemaError):
+    if isinstance(exc, _SchemaError | ValueError):
+        # ValueErrors come from our own hooks and from the classes' validators (an
+        # ImageContent's base64), whose messages name the field and the value.
         return [_at(str(exc), path)]
     return [_at(f"{type(exc).__name__}: {exc}", path)]
 
