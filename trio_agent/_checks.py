@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import types
 import typing
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import attrs
@@ -54,6 +54,9 @@ __all__ = [
 ]
 
 _MESSAGE_CLASSES = (SystemMessage, UserMessage, AssistantMessage, ToolResultMessage)
+# Free-form JSON may nest this deep below the message before the check refuses it;
+# messages add a few levels, and transcripts allow 200 in all.
+_JSON_DEPTH = 190
 _MAX_REPR = 200
 
 
@@ -100,7 +103,8 @@ def check_message(value: object, where: str) -> AgentMessage:
     """
     cls = type(value)
     if isinstance(value, _MESSAGE_CLASSES):
-        _check_attrs(value, cls.__name__, where)
+        if not _valid(cls)(value):  # the fast check; the slow one names the problem
+            _check_attrs(value, cls.__name__, where)
     elif cls in registered_message_types().values():
         _check_json(value, cls.__name__, where)
     else:
@@ -324,3 +328,81 @@ def _field_type(cls: type[Any], name: str) -> Any:
         # The module of the classes: their public __module__ is ``trio_agent``.
         hints = _TYPES[cls] = typing.get_type_hints(cls, globalns=vars(_messages))
     return hints[name]
+
+
+# ---------------------------------------------------------------------------------------
+# The fast path: one compiled predicate per type, no messages built. A value it refuses
+# is checked again by the functions above, which name the problem.
+
+_Predicate = Callable[[Any], bool]
+_COMPILED: dict[Any, _Predicate] = {}
+
+
+def _json_ok(value: Any, depth: int = 0) -> bool:
+    if value is None or isinstance(value, str | bool | int):
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if depth >= _JSON_DEPTH:
+        return False  # too deep, or cyclic
+    if isinstance(value, dict):
+        return all(
+            isinstance(key, str) and _json_ok(item, depth + 1) for key, item in value.items()
+        )
+    if isinstance(value, list | tuple):
+        return all(_json_ok(item, depth + 1) for item in value)
+    return False  # other types (attrs values included) take the slow path
+
+
+def _valid(tp: Any) -> _Predicate:
+    predicate = _COMPILED.get(tp)
+    if predicate is None:
+        predicate = _COMPILED[tp] = _compile(tp)
+    return predicate
+
+
+def _compile(tp: Any) -> _Predicate:
+    if tp is Any:
+        return _json_ok
+    if tp is type(None):
+        return lambda value: value is None
+    if tp is str:
+        return lambda value: isinstance(value, str)
+    if tp is bool:
+        return lambda value: isinstance(value, bool)
+    if tp is int:
+        return lambda value: isinstance(value, int) and not isinstance(value, bool)
+    if tp is float:
+        return lambda value: (
+            isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+        )
+    origin = typing.get_origin(tp)
+    if origin is Literal:
+        options = typing.get_args(tp)
+        return lambda value: any(
+            value == option and type(value) is type(option) for option in options
+        )
+    if origin in (typing.Union, types.UnionType):
+        members = [_valid(member) for member in typing.get_args(tp)]
+        return lambda value: any(member(value) for member in members)
+    if origin is list:
+        item = _valid(typing.get_args(tp)[0])
+        return lambda value: isinstance(value, list) and all(item(x) for x in value)
+    if origin is dict:
+        member = _valid(typing.get_args(tp)[1])
+        return lambda value: (
+            isinstance(value, dict)
+            and all(isinstance(key, str) and member(x) for key, x in value.items())
+        )
+    if isinstance(tp, type) and attrs.has(tp):
+        fields = [
+            (field.name, _valid(_field_type(tp, field.name)))
+            for field in attrs.fields(tp)
+            if field.name != "wire_extras"
+        ]
+        return lambda value: (
+            type(value) is tp and all(check(getattr(value, name)) for name, check in fields)
+        )
+    if isinstance(tp, type):
+        return lambda value: isinstance(value, tp)
+    return lambda value: True
