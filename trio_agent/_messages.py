@@ -116,7 +116,8 @@ class TextContent:
     """Opaque provider metadata (e.g. the OpenAI Responses message item id)."""
     type: Literal["text"] = "text"
     wire_extras: WireExtras | None = attrs.field(default=None, eq=False, repr=False)
-    """Unmodelled keys and key order of a loaded object (see :class:`WireExtras`)."""
+    """Unmodelled keys and key order of a loaded object
+    (see :class:`~trio_agent.serialization.WireExtras`)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -131,7 +132,8 @@ class ThinkingContent:
     """True when the provider redacted the reasoning; the payload is in the signature."""
     type: Literal["thinking"] = "thinking"
     wire_extras: WireExtras | None = attrs.field(default=None, eq=False, repr=False)
-    """Unmodelled keys and key order of a loaded object (see :class:`WireExtras`)."""
+    """Unmodelled keys and key order of a loaded object
+    (see :class:`~trio_agent.serialization.WireExtras`)."""
 
 
 def _check_image_data(instance: Any, attribute: Any, data: Any) -> None:
@@ -182,7 +184,8 @@ class ImageContent:
     """For example ``"image/png"``."""
     type: Literal["image"] = "image"
     wire_extras: WireExtras | None = attrs.field(default=None, eq=False, repr=False)
-    """Unmodelled keys and key order of a loaded object (see :class:`WireExtras`)."""
+    """Unmodelled keys and key order of a loaded object
+    (see :class:`~trio_agent.serialization.WireExtras`)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -201,7 +204,8 @@ class ToolCall:
     """Set when the complete argument text was not a JSON object; validation then fails."""
     type: Literal["toolCall"] = "toolCall"
     wire_extras: WireExtras | None = attrs.field(default=None, eq=False, repr=False)
-    """Unmodelled keys and key order of a loaded object (see :class:`WireExtras`)."""
+    """Unmodelled keys and key order of a loaded object
+    (see :class:`~trio_agent.serialization.WireExtras`)."""
 
 
 UserContent: TypeAlias = TextContent | ImageContent
@@ -226,7 +230,8 @@ class Cost:
     cache_write: float = 0.0
     total: float = 0.0
     wire_extras: WireExtras | None = attrs.field(default=None, eq=False, repr=False)
-    """Unmodelled keys and key order of a loaded object (see :class:`WireExtras`)."""
+    """Unmodelled keys and key order of a loaded object
+    (see :class:`~trio_agent.serialization.WireExtras`)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -242,7 +247,8 @@ class Usage:
     reasoning: int | None = None
     cost: Cost = attrs.field(factory=Cost)
     wire_extras: WireExtras | None = attrs.field(default=None, eq=False, repr=False)
-    """Unmodelled keys and key order of a loaded object (see :class:`WireExtras`)."""
+    """Unmodelled keys and key order of a loaded object
+    (see :class:`~trio_agent.serialization.WireExtras`)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -327,7 +333,8 @@ class SystemMessage:
     timestamp: int = attrs.field(factory=now_ms)
     role: Literal["system"] = "system"
     wire_extras: WireExtras | None = attrs.field(default=None, eq=False, repr=False)
-    """Unmodelled keys and key order of a loaded object (see :class:`WireExtras`)."""
+    """Unmodelled keys and key order of a loaded object
+    (see :class:`~trio_agent.serialization.WireExtras`)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -338,7 +345,8 @@ class UserMessage:
     timestamp: int = attrs.field(factory=now_ms)
     role: Literal["user"] = "user"
     wire_extras: WireExtras | None = attrs.field(default=None, eq=False, repr=False)
-    """Unmodelled keys and key order of a loaded object (see :class:`WireExtras`)."""
+    """Unmodelled keys and key order of a loaded object
+    (see :class:`~trio_agent.serialization.WireExtras`)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -363,7 +371,8 @@ class AssistantMessage:
     timestamp: int = attrs.field(factory=now_ms)
     role: Literal["assistant"] = "assistant"
     wire_extras: WireExtras | None = attrs.field(default=None, eq=False, repr=False)
-    """Unmodelled keys and key order of a loaded object (see :class:`WireExtras`)."""
+    """Unmodelled keys and key order of a loaded object
+    (see :class:`~trio_agent.serialization.WireExtras`)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -382,7 +391,8 @@ class ToolResultMessage:
     timestamp: int = attrs.field(factory=now_ms)
     role: Literal["toolResult"] = "toolResult"
     wire_extras: WireExtras | None = attrs.field(default=None, eq=False, repr=False)
-    """Unmodelled keys and key order of a loaded object (see :class:`WireExtras`)."""
+    """Unmodelled keys and key order of a loaded object
+    (see :class:`~trio_agent.serialization.WireExtras`)."""
 
 
 Message: TypeAlias = SystemMessage | UserMessage | AssistantMessage | ToolResultMessage
