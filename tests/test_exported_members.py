@@ -60,7 +60,7 @@ EXPECTED: dict[types.ModuleType, set[str]] = {
     },
     trio_agent.serialization: {
         "UPSTREAM_ONLY_KEYS", "converter", "dump_transcript", "from_dict", "from_json",
-        "load_transcript", "to_dict", "to_json",
+        "WireExtras", "load_transcript", "to_dict", "to_json",
     },
     trio_agent.testing: {
         "EventRecorder", "FauxProvider", "FauxState", "assert_event_types", "event_types",

@@ -288,3 +288,49 @@ def test_text_of_a_new_stream_is_empty() -> None:
     assert stream.text == ""
     assert stream.replace("") == ""
     assert stream.finish() == ({}, None)
+
+
+# -- reliability finding F7: arguments nested too deeply ------------------------------------
+
+
+def _nested_text(levels: int) -> str:
+    return '{"a":' * levels + "1" + "}" * levels
+
+
+@pytest.mark.parametrize("levels", [101, 500, 1_000, 10_000])
+def test_deep_arguments_stream_without_raising_and_end_as_an_error(levels: int) -> None:
+    text = _nested_text(levels)
+    stream = ToolCallArgumentsStream()
+    for start in range(0, len(text), 16):
+        stream.append(text[start : start + 16])
+    arguments, error = stream.finish()
+    assert arguments == {}
+    assert error == (
+        f"JSON nested too deeply (more than 100 levels)\n\nReceived arguments:\n{text}"
+    )
+
+
+def test_deep_preview_stops_growing_past_the_limit() -> None:
+    stream = ToolCallArgumentsStream()
+    stream.append('{"a":' * 99 + "1")
+    preview = stream.arguments
+    stream.append('{"b":' * 5 + "2")
+    assert stream.arguments is preview
+    stream.append("}" * 104)
+    assert stream.arguments is preview
+
+
+def test_arguments_at_the_limit_parse() -> None:
+    text = _nested_text(100)  # the arguments object is level 1
+    arguments, error = parse_tool_call_arguments(text)
+    assert error is None
+    assert json.dumps(arguments, separators=(",", ":")) == text
+    arguments, error = parse_tool_call_arguments(_nested_text(101))
+    assert arguments == {}
+    assert error is not None
+    assert error.startswith("JSON nested too deeply (more than 100 levels)\n\n")
+
+
+def test_deep_arrays_in_a_string_are_not_nesting() -> None:
+    text = '{"s":"' + "[" * 5_000 + '"}'
+    assert parse_tool_call_arguments(text) == ({"s": "[" * 5_000}, None)

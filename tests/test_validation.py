@@ -472,7 +472,8 @@ def test_one_of_messages() -> None:
     assert _problems(schema, {"v": 3}) == ["  - v: matches more than one alternative"]
     assert _validate(schema, {"v": 2.5}) == {"v": 2.5}
     schema = _obj({"v": {"oneOf": [{"type": "boolean"}, {"type": "object"}]}})
-    assert _problems(schema, {"v": "x"}) == ["  - v: matches no alternative"]
+    # The first branch reports (reference parity.md B4).
+    assert _problems(schema, {"v": "x"}) == ["  - v: expected boolean, got string"]
     # A branch that converts the value wins (the array wraps the string).
     schema = _obj({"v": {"oneOf": [{"type": "array"}, {"type": "object"}]}})
     assert _validate(schema, {"v": "x"}) == {"v": ["x"]}
@@ -485,7 +486,11 @@ def test_union_reports_the_closest_branch() -> None:
     assert _problems(schema, {"shape": {"kind": "a", "size": "big"}}) == [
         "  - shape.size: expected integer, got string"
     ]
-    assert _problems(schema, {"shape": {"kind": "c"}}) == ['  - shape.kind: expected "b"']
+    # Both object branches declare "kind" and fail first at the same depth: the first wins.
+    assert _problems(schema, {"shape": {"kind": "c"}}) == [
+        "  - shape.size: missing",
+        '  - shape.kind: expected "a"',
+    ]
     assert _validate(schema, {"shape": {"kind": "a", "size": "3"}}) == {
         "shape": {"kind": "a", "size": 3}
     }

@@ -10,9 +10,48 @@ import json
 import math
 from collections.abc import Callable, Mapping
 from decimal import Decimal
-from typing import Any
+from typing import Any, Final
 
-__all__ = ["js_number", "js_stringify"]
+__all__ = ["MAX_ARGUMENTS_DEPTH", "MAX_DEPTH", "depth_exceeds", "js_number", "js_stringify"]
+
+MAX_DEPTH: Final = 200
+"""The deepest nesting of objects and arrays in one JSON document that trio_agent reads or
+writes (a transcript line, a serialized value).
+
+Python's JSON parser, cattrs and every recursive walk over the data use the interpreter's
+stack (about 1,000 frames by default, a few per level); below this depth they all have
+room to spare, so deeper data is refused with a clear error instead of a
+``RecursionError`` half-way (reliability findings F7 to F9).
+"""
+
+
+MAX_ARGUMENTS_DEPTH: Final = 100
+"""The deepest nesting of a tool call's arguments (the arguments object is level 1).
+
+Deeper arguments are invalid arguments, reported to the model as such (reliability
+finding F7). Half of :data:`MAX_DEPTH`, so that a message holding them can always be
+written and read back.
+"""
+
+
+def depth_exceeds(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests dicts, lists and tuples more than ``limit`` levels deep
+    (a scalar is level 0, ``{}`` and ``[]`` are level 1). Iterative, so it works on any
+    depth; a cyclic value counts as too deep."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        depth += 1
+        if depth > limit:
+            return True
+        stack.extend((child, depth) for child in children)
+    return False
 
 
 def js_number(value: int | float) -> str:
@@ -61,6 +100,7 @@ def js_stringify(
     *,
     indent: int | None = None,
     default: Callable[[Any], Any] | None = None,
+    exact_ints: bool = False,
 ) -> str:
     """Serialize ``value`` as JavaScript's ``JSON.stringify`` would (key order kept).
 
@@ -75,16 +115,24 @@ def js_stringify(
             indented by this many spaces per level (at most 10), ``": "`` after keys, and
             ``{}`` / ``[]`` for empty containers. ``None`` or ``0`` gives compact output.
         default: Called with a value of any other type; its result is written instead.
+        exact_ints: Write every ``int`` with all its digits, as a JSON parser in Python
+            reads it back, instead of rounding those beyond 2**53 to the nearest double.
 
     Raises:
         TypeError: a mapping key is not a string, or a value has another type and no
             ``default`` is given.
     """
     gap = " " * min(indent, 10) if indent else ""
-    return _stringify(value, gap, "\n", default)
+    return _stringify(value, gap, "\n", default, exact_ints)
 
 
-def _stringify(value: Any, gap: str, newline: str, default: Callable[[Any], Any] | None) -> str:
+def _stringify(
+    value: Any,
+    gap: str,
+    newline: str,
+    default: Callable[[Any], Any] | None,
+    exact_ints: bool = False,
+) -> str:
     """``newline`` is the line break plus the indentation of the current level."""
     if value is None:
         return "null"
@@ -95,8 +143,8 @@ def _stringify(value: Any, gap: str, newline: str, default: Callable[[Any], Any]
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)
     if isinstance(value, int):
-        if abs(value) < 2**53:
-            return str(value)
+        if exact_ints or abs(value) < 2**53:
+            return int.__repr__(value)  # not str(): an IntEnum's str() is its name
         try:
             return js_number(float(value))
         except OverflowError:
@@ -115,17 +163,19 @@ def _stringify(value: Any, gap: str, newline: str, default: Callable[[Any], Any]
         ordered = index_keys + [k for k in keys if not _is_array_index(k)]
         colon = ": " if gap else ":"
         members = [
-            json.dumps(k, ensure_ascii=False) + colon + _stringify(value[k], gap, inner, default)
+            json.dumps(k, ensure_ascii=False)
+            + colon
+            + _stringify(value[k], gap, inner, default, exact_ints)
             for k in ordered
         ]
         return _wrap("{", members, "}", gap, newline, inner)
     if isinstance(value, list | tuple):
         if not value:
             return "[]"
-        items = [_stringify(item, gap, inner, default) for item in value]
+        items = [_stringify(item, gap, inner, default, exact_ints) for item in value]
         return _wrap("[", items, "]", gap, newline, inner)
     if default is not None:
-        return _stringify(default(value), gap, newline, default)
+        return _stringify(default(value), gap, newline, default, exact_ints)
     raise TypeError(f"cannot write {type(value).__name__!r} values as JSON")
 
 

@@ -17,6 +17,8 @@ import json
 import re
 from typing import Any, Final
 
+from ._jsjson import MAX_ARGUMENTS_DEPTH, depth_exceeds
+
 __all__ = [
     "ToolCallArgumentsStream",
     "parse_json_with_repair",
@@ -128,6 +130,8 @@ def parse_json_with_repair(text: str) -> Any:
 
 
 _NOT_AN_OBJECT: Final = "Tool arguments must be a JSON object"
+TOO_DEEP: Final = f"JSON nested too deeply (more than {MAX_ARGUMENTS_DEPTH} levels)"
+"""The problem reported for arguments nested deeper than ``MAX_ARGUMENTS_DEPTH``."""
 
 
 def parse_tool_call_arguments(text: str) -> tuple[dict[str, Any], str | None]:
@@ -146,17 +150,22 @@ def parse_tool_call_arguments(text: str) -> tuple[dict[str, Any], str | None]:
         ``(arguments, arguments_error)``: ``({}, None)`` for empty or whitespace-only text;
         ``(obj, None)`` when the text (after :func:`repair_json`) is a JSON object;
         otherwise ``({}, "<problem>\\n\\nReceived arguments:\\n<text>")``, where the problem
-        is ``Tool arguments must be a JSON object`` for any other JSON value. Never raises.
+        is ``Tool arguments must be a JSON object`` for any other JSON value and
+        ``JSON nested too deeply (more than 100 levels)`` for an object nested deeper
+        than that (reliability finding F7). Never raises.
     """
     if not text.strip():
         return {}, None
     try:
         value = parse_json_with_repair(text)
-    except (ValueError, RecursionError) as exc:
-        problem = str(exc) if isinstance(exc, ValueError) else "JSON nested too deeply"
-        return {}, f"{problem}\n\nReceived arguments:\n{text}"
+    except ValueError as exc:
+        return {}, f"{exc}\n\nReceived arguments:\n{text}"
+    except RecursionError:
+        return {}, f"{TOO_DEEP}\n\nReceived arguments:\n{text}"
     if not isinstance(value, dict):
         return {}, f"{_NOT_AN_OBJECT}\n\nReceived arguments:\n{text}"
+    if depth_exceeds(value, MAX_ARGUMENTS_DEPTH):
+        return {}, f"{TOO_DEEP}\n\nReceived arguments:\n{text}"
     return value, None
 
 
@@ -219,20 +228,28 @@ def _literal_value(text: str) -> Any:
 
 
 def _same(a: Any, b: Any) -> bool:
-    """JSON equality that tells ``1`` from ``True`` and ``1.0`` (Python's ``==`` does not)."""
-    if a is b:
-        return True
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return (
-            len(a) == len(b)
-            and all(ka == kb for ka, kb in zip(a, b, strict=True))
-            and all(_same(a[k], b[k]) for k in a)
-        )
-    if isinstance(a, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b)
+    """JSON equality that tells ``1`` from ``True`` and ``1.0`` (Python's ``==`` does not).
+
+    Iterative: previews may nest deeper than the interpreter's stack allows recursion
+    (reliability finding F7)."""
+    pairs = [(a, b)]
+    while pairs:
+        x, y = pairs.pop()
+        if x is y:
+            continue
+        if type(x) is not type(y):
+            return False
+        if isinstance(x, dict):
+            if len(x) != len(y) or any(kx != ky for kx, ky in zip(x, y, strict=True)):
+                return False
+            pairs.extend((x[key], y[key]) for key in x)
+        elif isinstance(x, list):
+            if len(x) != len(y):
+                return False
+            pairs.extend(zip(x, y, strict=True))
+        elif x != y:
+            return False
+    return True
 
 
 class _PartialJsonParser:
@@ -255,6 +272,8 @@ class _PartialJsonParser:
         self._high_surrogate: str | None = None
         # Number / literal state.
         self._token = ""
+        # The deepest the open containers have been.
+        self.max_depth = 0
 
     # -- feeding -------------------------------------------------------------------------
 
@@ -306,9 +325,11 @@ class _PartialJsonParser:
     def _start_value(self, ch: str) -> None:
         if ch == "{":
             self._stack.append(_Container({}))
+            self.max_depth = max(self.max_depth, len(self._stack))
             self._mode = _KEY
         elif ch == "[":
             self._stack.append(_Container([]))
+            self.max_depth = max(self.max_depth, len(self._stack))
             self._mode = _VALUE
         elif ch == '"':
             self._start_string(is_key=False)
@@ -574,6 +595,10 @@ class ToolCallArgumentsStream:
         return parse_tool_call_arguments(self.text)
 
     def _refresh(self) -> dict[str, Any]:
+        if self._parser.max_depth > MAX_ARGUMENTS_DEPTH:
+            # The arguments will be refused as nested too deeply; the preview stays as it
+            # was, so nothing downstream has to walk an arbitrarily deep value.
+            return self._arguments
         value = self._parser.snapshot()
         if not isinstance(value, dict):
             value = {}

@@ -8,7 +8,10 @@ as a ``Literal`` field with a default, so a serializer can always see it.
 
 from __future__ import annotations
 
+import binascii
 import time
+import types
+from collections.abc import Mapping
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 import attrs
@@ -40,6 +43,7 @@ __all__ = [
     "Usage",
     "UserContent",
     "UserMessage",
+    "WireExtras",
     "now_ms",
     "register_message_type",
     "registered_message_types",
@@ -64,6 +68,43 @@ def now_ms() -> int:
 
 
 # ---------------------------------------------------------------------------------------
+# What a loaded JSON object carried beyond the model
+
+
+def _frozen_mapping(values: Mapping[str, Any]) -> Mapping[str, Any]:
+    return types.MappingProxyType(dict(values))
+
+
+@attrs.frozen(kw_only=True)
+class WireExtras:
+    """The part of a loaded JSON object that the attrs class does not model.
+
+    Transcripts written by pi carry keys trio_agent has no field for (``rawStopReason``,
+    ``diagnostics``, ``providerThinkingLevel`` on assistant messages, ``usage.cacheWrite1h``,
+    ``cost.totalFromProvider``, ``toolCall.namespace``, ...; the full list is
+    :data:`trio_agent.serialization.UPSTREAM_ONLY_KEYS`), and write the keys of an object
+    in the order the provider happened to set them. So that such a transcript loads and
+    dumps back byte for byte, loading keeps both here, and writing puts them back.
+
+    Design: the classes stay frozen and typed, and the data the runtime works with stays
+    in typed fields; what trio_agent does not interpret is held as opaque JSON, in one
+    ``wire_extras`` field per class that pi can extend (messages, content blocks,
+    :class:`Usage`, :class:`Cost`). That field is left out of ``==`` and ``repr``: two
+    messages that say the same thing are equal whether or not one came from a file. It is
+    ``None`` for objects built in Python and for loaded objects with nothing extra, so the
+    common path costs nothing. ``attrs.evolve`` keeps it; a modelled field that is set
+    later than the loaded order knows is written after the loaded keys, as JavaScript
+    appends a property set later.
+    """
+
+    values: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping)
+    """Unmodelled wire keys and their JSON values, in the order they were read."""
+    order: tuple[str, ...] | None = None
+    """Every wire key of the object in the order it was read, when that order differs
+    from the order trio_agent writes; ``None`` otherwise."""
+
+
+# ---------------------------------------------------------------------------------------
 # Content blocks
 
 
@@ -76,6 +117,9 @@ class TextContent:
     text_signature: str | None = None
     """Opaque provider metadata (e.g. the OpenAI Responses message item id)."""
     type: Literal["text"] = "text"
+    wire_extras: WireExtras | None = attrs.field(default=None, eq=False, repr=False)
+    """Unmodelled keys and key order of a loaded object
+    (see :class:`~trio_agent.serialization.WireExtras`)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -89,17 +133,61 @@ class ThinkingContent:
     redacted: bool | None = None
     """True when the provider redacted the reasoning; the payload is in the signature."""
     type: Literal["thinking"] = "thinking"
+    wire_extras: WireExtras | None = attrs.field(default=None, eq=False, repr=False)
+    """Unmodelled keys and key order of a loaded object
+    (see :class:`~trio_agent.serialization.WireExtras`)."""
+
+
+def _check_image_data(instance: Any, attribute: Any, data: Any) -> None:
+    if not isinstance(data, str):
+        raise TypeError(f"ImageContent.data must be a str of base64, got {_short(data)}")
+    if data[:5].lower() == "data:":
+        raise ValueError(
+            "ImageContent.data must be plain base64, without a data: URL prefix (the media "
+            f"type goes in mime_type), got {_short(data)}"
+        )
+    try:
+        binascii.a2b_base64(data, strict_mode=True)
+    except (binascii.Error, ValueError) as exc:
+        raise ValueError(f"ImageContent.data is not valid base64 ({exc}): {_short(data)}") from None
+
+
+def _check_mime_type(instance: Any, attribute: Any, mime_type: Any) -> None:
+    if not isinstance(mime_type, str):
+        raise TypeError(f"ImageContent.mime_type must be a str, got {_short(mime_type)}")
+
+
+def _short(value: Any) -> str:
+    """``repr(value)``; for a long string its start and its length."""
+    text = repr(value)
+    if len(text) <= 60:
+        return text
+    if isinstance(value, str):
+        return f"{value[:40]!r}... ({len(value)} characters)"
+    return text[:57] + "..."
 
 
 @attrs.frozen(kw_only=True)
 class ImageContent:
-    """An image input (user messages and tool results only)."""
+    """An image input (user messages and tool results only).
 
-    data: str
+    Raises:
+        TypeError: ``data`` or ``mime_type`` is not a ``str``.
+        ValueError: ``data`` is not strict base64 (no white space, correct padding), or
+            starts with a ``data:`` URL prefix. Such a prefix is refused, not stripped
+            (reliability finding P7b): the providers add it themselves, and stripping
+            would store something other than what was given; pass the part after the
+            comma, with the media type in ``mime_type``.
+    """
+
+    data: str = attrs.field(validator=_check_image_data)
     """Base64 data without a ``data:`` prefix."""
-    mime_type: str
+    mime_type: str = attrs.field(validator=_check_mime_type)
     """For example ``"image/png"``."""
     type: Literal["image"] = "image"
+    wire_extras: WireExtras | None = attrs.field(default=None, eq=False, repr=False)
+    """Unmodelled keys and key order of a loaded object
+    (see :class:`~trio_agent.serialization.WireExtras`)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -117,6 +205,9 @@ class ToolCall:
     arguments_error: str | None = None
     """Set when the complete argument text was not a JSON object; validation then fails."""
     type: Literal["toolCall"] = "toolCall"
+    wire_extras: WireExtras | None = attrs.field(default=None, eq=False, repr=False)
+    """Unmodelled keys and key order of a loaded object
+    (see :class:`~trio_agent.serialization.WireExtras`)."""
 
 
 UserContent: TypeAlias = TextContent | ImageContent
@@ -140,6 +231,9 @@ class Cost:
     cache_read: float = 0.0
     cache_write: float = 0.0
     total: float = 0.0
+    wire_extras: WireExtras | None = attrs.field(default=None, eq=False, repr=False)
+    """Unmodelled keys and key order of a loaded object
+    (see :class:`~trio_agent.serialization.WireExtras`)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -154,6 +248,9 @@ class Usage:
     total_tokens: int = 0
     reasoning: int | None = None
     cost: Cost = attrs.field(factory=Cost)
+    wire_extras: WireExtras | None = attrs.field(default=None, eq=False, repr=False)
+    """Unmodelled keys and key order of a loaded object
+    (see :class:`~trio_agent.serialization.WireExtras`)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -237,6 +334,9 @@ class SystemMessage:
     tools_removed: list[ToolReference] | None = None
     timestamp: int = attrs.field(factory=now_ms)
     role: Literal["system"] = "system"
+    wire_extras: WireExtras | None = attrs.field(default=None, eq=False, repr=False)
+    """Unmodelled keys and key order of a loaded object
+    (see :class:`~trio_agent.serialization.WireExtras`)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -246,6 +346,9 @@ class UserMessage:
     content: str | list[UserContent]
     timestamp: int = attrs.field(factory=now_ms)
     role: Literal["user"] = "user"
+    wire_extras: WireExtras | None = attrs.field(default=None, eq=False, repr=False)
+    """Unmodelled keys and key order of a loaded object
+    (see :class:`~trio_agent.serialization.WireExtras`)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -269,6 +372,9 @@ class AssistantMessage:
     duration_ms: int | None = None
     timestamp: int = attrs.field(factory=now_ms)
     role: Literal["assistant"] = "assistant"
+    wire_extras: WireExtras | None = attrs.field(default=None, eq=False, repr=False)
+    """Unmodelled keys and key order of a loaded object
+    (see :class:`~trio_agent.serialization.WireExtras`)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -286,6 +392,9 @@ class ToolResultMessage:
     duration_ms: int | None = None
     timestamp: int = attrs.field(factory=now_ms)
     role: Literal["toolResult"] = "toolResult"
+    wire_extras: WireExtras | None = attrs.field(default=None, eq=False, repr=False)
+    """Unmodelled keys and key order of a loaded object
+    (see :class:`~trio_agent.serialization.WireExtras`)."""
 
 
 Message: TypeAlias = SystemMessage | UserMessage | AssistantMessage | ToolResultMessage

@@ -7,7 +7,10 @@ milliseconds, and the discriminator (``role`` for messages, ``type`` for content
 events) is always written, first. Loading is strict: unknown roles and types, unknown keys,
 missing keys and values of the wrong JSON type are errors, with one exception: the
 upstream-only keys listed in :data:`UPSTREAM_ONLY_KEYS` (fields upstream writes but
-trio_agent does not model) are dropped, so an upstream transcript loads. Keys the wire
+trio_agent does not model) are accepted. They are kept in the object's ``wire_extras``
+(see :class:`~trio_agent.serialization.WireExtras`), together with the key order when it
+is not the one trio_agent writes, so a transcript written by upstream loads and dumps
+back byte for byte. Keys the wire
 format requires are required on load even where the Python class has a default for
 convenience (``timestamp`` on the built-in messages, ``usage`` and ``stopReason`` on
 assistant messages, ``isError`` on tool results): a line without them is malformed, and
@@ -23,12 +26,12 @@ cattrs' own exception groups never leak.
 from __future__ import annotations
 
 import json
-import os
+import math
 import re
 import types
 import typing
 from collections.abc import Callable, Iterable, Mapping
-from typing import IO, Any, Literal, TypeVar, overload
+from typing import Any, Literal, NoReturn, TypeVar, overload
 
 import attrs
 import cattrs
@@ -49,8 +52,8 @@ from cattrs.gen import (
 from cattrs.preconf.json import make_converter
 
 from ._exceptions import SerializationError
+from ._jsjson import MAX_DEPTH, depth_exceeds, js_stringify
 from ._messages import (
-    AgentMessage,
     AssistantMessage,
     Cost,
     CustomAgentMessage,
@@ -61,16 +64,15 @@ from ._messages import (
     ToolResultMessage,
     Usage,
     UserMessage,
+    WireExtras,
     registered_message_types,
 )
 
 __all__ = [
     "UPSTREAM_ONLY_KEYS",
     "converter",
-    "dump_transcript",
     "from_dict",
     "from_json",
-    "load_transcript",
     "to_dict",
     "to_json",
 ]
@@ -82,8 +84,9 @@ _DISCRIMINATORS = ("role", "type")
 UPSTREAM_ONLY_KEYS: Mapping[type[Any], frozenset[str]] = types.MappingProxyType(
     {
         # Reference upstream-ai.md §1.1-§1.3 and §1.7: fields upstream 1.6.0 writes that
-        # trio_agent does not model. They are dropped on load (never written back), so a
-        # transcript recorded by upstream loads; any other unknown key is an error.
+        # trio_agent does not model. Loading keeps them in ``wire_extras`` (written back
+        # as read) or, for the model classes, drops them; any other unknown key is an
+        # error.
         AssistantMessage: frozenset(
             {"providerThinkingLevel", "diagnostics", "deferred", "rawStopReason", "endTurn"}
         ),
@@ -103,7 +106,13 @@ UPSTREAM_ONLY_KEYS: Mapping[type[Any], frozenset[str]] = types.MappingProxyType(
         ModelCost: frozenset({"tiers"}),
     }
 )
-"""Upstream-only wire keys, per class, that loading silently drops."""
+"""Upstream-only wire keys, per class, that loading accepts although no field models them.
+
+On transcript classes (messages, content blocks, :class:`~trio_agent.Usage`,
+:class:`~trio_agent.Cost`) they are kept in the object's ``wire_extras`` and written back
+unchanged, so a transcript written by pi dumps back byte for byte; on
+:class:`~trio_agent.Model` and :class:`~trio_agent.ModelCost` they are dropped.
+"""
 
 # Reference upstream-ai.md §1.2: wire keys that are not optional upstream but have a
 # default in the Python classes (so that code can build messages tersely). Loading
@@ -182,12 +191,21 @@ def _is_attrs_class(tp: Any) -> bool:
 _PRIMITIVES = (str, int, float, bool)
 
 
+_EXTRAS = "wire_extras"
+
+
+def _has_extras(cls: type[Any]) -> bool:
+    return _EXTRAS in attrs.fields_dict(cls)
+
+
 def _attrs_unstructure_factory(cls: type[Any], conv: cattrs.Converter) -> Callable[[Any], Any]:
     # Hand-rolled rather than cattrs' generated function: that one moves every omittable
     # field after the required ones, and we want the attribute order on the wire (with the
     # discriminator first, as upstream writes it).
     attrs.resolve_types(cls)
-    fields = list(attrs.fields(cls))
+    fields = [field for field in attrs.fields(cls) if field.name != _EXTRAS]
+    with_extras = _has_extras(cls)
+    wire_names = frozenset(_camel(field.name) for field in fields)
     disc = _discriminator(cls)
     if disc is not None:
         fields.sort(key=lambda field: field.name != disc[0])
@@ -219,35 +237,71 @@ def _attrs_unstructure_factory(cls: type[Any], conv: cattrs.Converter) -> Callab
                     out[key] = None
             else:
                 out[key] = value if hook is None else hook(value)
+        if with_extras:
+            extras = obj.wire_extras
+            if extras is not None:
+                return _with_extras(out, extras, wire_names)
         return out
 
     return unstructure
 
 
+def _with_extras(
+    out: dict[str, Any], extras: WireExtras, wire_names: frozenset[str]
+) -> dict[str, Any]:
+    """``out`` plus the unmodelled keys of ``extras``, in the key order they were read
+    (keys that order does not know follow, in the order they are written)."""
+    for key, value in extras.values.items():
+        if key not in wire_names:  # a modelled field always wins
+            out[key] = value
+    if extras.order is None:
+        return out
+    ordered = {key: out.pop(key) for key in extras.order if key in out}
+    ordered.update(out)
+    return ordered
+
+
 def _attrs_structure_factory(cls: type[Any], conv: cattrs.Converter) -> Callable[[Any, Any], Any]:
     attrs.resolve_types(cls)
+    with_extras = _has_extras(cls)
     renames: dict[str, Any] = {
-        field.name: override(rename=_camel(field.name)) for field in attrs.fields(cls)
+        field.name: override(omit=True)
+        if field.name == _EXTRAS
+        else override(rename=_camel(field.name))
+        for field in attrs.fields(cls)
     }
     inner = make_dict_structure_fn(cls, conv, _cattrs_forbid_extra_keys=True, **renames)
-    dropped = UPSTREAM_ONLY_KEYS.get(cls, frozenset())
+    upstream_only = UPSTREAM_ONLY_KEYS.get(cls, frozenset())
     required = _REQUIRED_ON_LOAD.get(cls, ())
+    # The order in which the unstructure hook writes the modelled keys.
+    fields = [field for field in attrs.fields(cls) if field.name != _EXTRAS]
+    disc = _discriminator(cls)
+    if disc is not None:
+        fields.sort(key=lambda field: field.name != disc[0])
+    written_order = tuple(_camel(field.name) for field in fields)
 
     def structure(data: Any, _: Any) -> Any:
         if not isinstance(data, dict):
             raise _SchemaError(
                 f"expected a JSON object for {cls.__name__}, got {_json_type_name(data)}"
             )
-        if dropped and not dropped.isdisjoint(data):
-            data = {key: value for key, value in data.items() if key not in dropped}
+        extra_values: dict[str, Any] | None = None
+        if upstream_only and not upstream_only.isdisjoint(data):
+            extra_values = {key: value for key, value in data.items() if key in upstream_only}
+            modelled = {key: value for key, value in data.items() if key not in upstream_only}
+        else:
+            modelled = data
         errors: list[Exception] = [
             _SchemaError(f"missing key {key!r}") for key in required if key not in data
         ]
         if not errors:
-            return inner(data, cls)
+            obj = inner(modelled, cls)
+            if with_extras:
+                return _attach_extras(obj, data, extra_values, written_order)
+            return obj
         # Report the other problems of the object too, as for any other missing key.
         try:
-            inner(data, cls)
+            inner(modelled, cls)
         except Exception as exc:
             errors.append(exc)
         if len(errors) == 1:
@@ -255,6 +309,25 @@ def _attrs_structure_factory(cls: type[Any], conv: cattrs.Converter) -> Callable
         raise ExceptionGroup(f"while structuring {cls.__name__}", errors)
 
     return structure
+
+
+def _attach_extras(
+    obj: Any,
+    data: dict[str, Any],
+    extra_values: dict[str, Any] | None,
+    written_order: tuple[str, ...],
+) -> Any:
+    """``obj`` with the :class:`~trio_agent.WireExtras` of ``data``, if it has any."""
+    read_order = tuple(data)
+    # What the unstructure hook would write: the modelled keys in its order, then the
+    # extra values in the order they were read.
+    expected = [key for key in written_order if key in data]
+    if extra_values:
+        expected += extra_values
+    order = None if read_order == tuple(expected) else read_order
+    if order is None and not extra_values:
+        return obj
+    return attrs.evolve(obj, wire_extras=WireExtras(values=extra_values or {}, order=order))
 
 
 # ---------------------------------------------------------------------------------------
@@ -497,7 +570,9 @@ def _error_lines(exc: BaseException, path: str) -> list[str]:
         keys = ", ".join(repr(key) for key in sorted(exc.extra_fields))
         noun = "key" if len(exc.extra_fields) == 1 else "keys"
         return [_at(f"unknown {noun} {keys} in {exc.cl.__name__}", path)]
-    if isinstance(exc, _SchemaError):
+    if isinstance(exc, _SchemaError | ValueError):
+        # ValueErrors come from our own hooks and from the classes' validators (an
+        # ImageContent's base64), whose messages name the field and the value.
         return [_at(str(exc), path)]
     return [_at(f"{type(exc).__name__}: {exc}", path)]
 
@@ -516,8 +591,24 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+_TOO_DEEP = f"JSON nested too deeply (more than {MAX_DEPTH} levels)"
+
+
+class _TooDeep(ValueError):
+    """JSON text nests deeper than :data:`MAX_DEPTH`."""
+
+
 def _loads(text: str | bytes) -> Any:
-    return json.loads(text, parse_constant=_reject_constant)
+    """Parse JSON text; ``ValueError`` for text that is not JSON, :class:`_TooDeep` for
+    text that nests deeper than :data:`MAX_DEPTH` (which the rest of the library could
+    not walk, and which Python's parser may not even read)."""
+    try:
+        data = json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:
+        raise _TooDeep(_TOO_DEEP) from None
+    if depth_exceeds(data, MAX_DEPTH):
+        raise _TooDeep(_TOO_DEEP)
+    return data
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -528,14 +619,98 @@ def _escape_surrogate(match: re.Match[str]) -> str:
 
 
 def _dumps(data: Any) -> str:
+    # Reference parity.md N1: numbers as JSON.stringify writes them (5.0 -> 5, 1.5e-07 ->
+    # 1.5e-7, NaN -> null), except that an int keeps all its digits, so that Python reads
+    # back the value it wrote.
     try:
-        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    except (TypeError, ValueError) as exc:
+        text = js_stringify(data, exact_ints=True)
+    except TypeError as exc:
         raise SerializationError(f"cannot serialize: {exc}") from None
     # A Python str may hold lone surrogates (from a ``\udXXX`` escape in the model's JSON,
     # or from ``surrogateescape``); UTF-8 cannot encode them. They can only occur inside
     # JSON strings, where an escape is valid: write them as JSON.stringify does.
     return _LONE_SURROGATE.sub(_escape_surrogate, text)
+
+
+# ---------------------------------------------------------------------------------------
+# What can be written (reliability finding F9)
+
+_IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
+
+
+def _member_path(path: str, key: str) -> str:
+    return f"{path}.{key}" if _IDENTIFIER.fullmatch(key) else f"{path}[{json.dumps(key)}]"
+
+
+class Unwritable(SerializationError):
+    """A value JSON cannot hold; ``path`` says where, ``problem`` what."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(_at(problem, path))
+        self.path = path
+        self.problem = problem
+
+
+def check_writable(value: Any, *, strict: bool, root: str = "$", depth: int = 0) -> None:
+    """Refuse, before anything is converted, a value that JSON cannot hold.
+
+    Raises :class:`Unwritable` (a :class:`~trio_agent.SerializationError`) naming the
+    path (from ``root``) and the problem: bytes, a non-string key, a value of another
+    type, a cyclic value, nesting deeper than :data:`MAX_DEPTH` (counting ``depth``
+    levels above ``value``) and, when ``strict``, a float that is NaN or infinite (which
+    ``JSON.stringify`` writes as ``null``, so it would not load back). The walk is
+    recursive but stops at :data:`MAX_DEPTH`, so it never exhausts the stack.
+    """
+    ancestors: set[int] = set()
+
+    def fail(path: str, problem: str) -> NoReturn:
+        if len(path) > 80:
+            path = path[:77] + "..."
+        raise Unwritable(path, problem)
+
+    def walk(item: Any, path: str, depth: int) -> None:
+        if item is None or isinstance(item, str | bool | int):
+            return
+        if isinstance(item, float):
+            if strict and not math.isfinite(item):
+                name = "NaN" if math.isnan(item) else ("-Infinity" if item < 0 else "Infinity")
+                fail(path, f"{name} is not JSON")
+            return
+        if isinstance(item, bytes | bytearray | memoryview):
+            fail(path, "bytes are not JSON")
+        if isinstance(item, dict):
+            members: Iterable[tuple[str, Any]] = item.items()
+            for key in item:
+                if not isinstance(key, str):
+                    fail(path, f"a key must be a string, got {_short_repr(key)}")
+        elif isinstance(item, list | tuple):
+            members = ((f"[{index}]", child) for index, child in enumerate(item))
+        elif attrs.has(type(item)):
+            members = (
+                (field.name, getattr(item, field.name))
+                for field in attrs.fields(type(item))
+                if field.name != _EXTRAS
+            )
+        else:
+            fail(path, f"cannot write {type(item).__name__!r} values as JSON")
+        if depth >= MAX_DEPTH:
+            fail(path, _TOO_DEEP)
+        if id(item) in ancestors:
+            fail(path, "cyclic value")
+        ancestors.add(id(item))
+        is_list = isinstance(item, list | tuple)
+        is_attrs = not is_list and not isinstance(item, dict)
+        for key, child in members:
+            if is_list:
+                child_path = path + key
+            elif is_attrs:
+                child_path = f"{path}.{_camel(key)}"
+            else:
+                child_path = _member_path(path, key)
+            walk(child, child_path, depth + 1)
+        ancestors.discard(id(item))
+
+    walk(value, root, depth)
 
 
 # ---------------------------------------------------------------------------------------
@@ -577,10 +752,18 @@ def from_dict(data: Any, cls: Any) -> Any:
 def to_json(value: Any) -> str:
     """Serialize a trio_agent value to compact JSON text (non-ASCII characters kept as is).
 
+    The text is the one ``JSON.stringify`` writes for the same data (reference parity.md
+    N1): floats in JavaScript's form (``5.0`` as ``5``, ``1.5e-07`` as ``1.5e-7``, ``NaN``
+    and the infinities as ``null``), integer-like keys of free-form objects first, lone
+    surrogates escaped. Python ints keep all their digits.
+
     Raises:
-        SerializationError: the value holds something JSON cannot represent (e.g. a set or
-            NaN in ``details``).
+        SerializationError: the value holds something JSON cannot represent: bytes, a set
+            or a complex number in ``details``, a non-string key, a cyclic value, or
+            nesting deeper than 200 levels. The message names the JSON path
+            (``$.details.b: bytes are not JSON``).
     """
+    check_writable(value, strict=False)
     return _dumps(converter.unstructure(value))
 
 
@@ -592,85 +775,33 @@ def from_json(text: str | bytes, cls: Any) -> Any:
     """Parse JSON text into a value of ``cls``; see :func:`from_dict` for ``cls``.
 
     Raises:
-        SerializationError: the text is not JSON (``invalid JSON: ...``) or does not
-            describe a ``cls``.
+        SerializationError: the text is not JSON (``invalid JSON: ...``), is bytes that
+            are not UTF-8, nests deeper than 200 levels, or does not describe a ``cls``.
         TypeError: ``cls`` is not a type this module can load.
     """
+    if isinstance(text, bytes | bytearray):
+        try:
+            text = _decode_line(bytes(text))
+        except _NotUtf8 as exc:
+            raise SerializationError(str(exc)) from None
     try:
         data = _loads(text)
-    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+    except _TooDeep as exc:
+        raise SerializationError(str(exc)) from None
+    except ValueError as exc:  # JSONDecodeError is a ValueError
         raise SerializationError(f"invalid JSON: {exc}") from None
     return _structure(data, cls)
 
 
-_PathOrFile = str | os.PathLike[str] | IO[str]
+class _NotUtf8(ValueError):
+    pass
 
 
-def dump_transcript(path_or_file: _PathOrFile, messages: Iterable[AgentMessage]) -> None:
-    """Write ``messages`` as JSON Lines: one compact JSON message per line.
-
-    ``path_or_file`` is a path (the file is created or truncated, UTF-8, ``\\n`` line
-    ends) or an open text file (written at its position and left open). This does
-    blocking file I/O; from Trio code call it through ``trio.to_thread.run_sync``.
-
-    Raises:
-        SerializationError: a message cannot be serialized (the message names its 1-based
-            line number); lines before it have been written.
-    """
-    if isinstance(path_or_file, str | os.PathLike):
-        with open(path_or_file, "w", encoding="utf-8", newline="\n") as file:
-            _write_lines(file, messages)
-    else:
-        _write_lines(path_or_file, messages)
-
-
-def _write_lines(file: IO[str], messages: Iterable[AgentMessage]) -> None:
-    for lineno, message in enumerate(messages, start=1):
-        try:
-            line = to_json(message)
-        except SerializationError as exc:
-            raise SerializationError(f"line {lineno}: {exc}") from None
-        file.write(line + "\n")
-
-
-def load_transcript(path_or_file: _PathOrFile) -> list[AgentMessage]:
-    """Read a JSON Lines transcript written by :func:`dump_transcript` (or by upstream).
-
-    Blank lines are skipped. Each line is one message resolved by ``role``, including the
-    roles of registered application message classes. Upstream-only keys listed in
-    :data:`UPSTREAM_ONLY_KEYS` are dropped. Blocking file I/O, like
-    :func:`dump_transcript`.
-
-    Raises:
-        SerializationError: a line is not JSON or not a message; the message starts with
-            the 1-based line number (``line 3: unknown role 'bogus'``).
-    """
-    if isinstance(path_or_file, str | os.PathLike):
-        with open(path_or_file, encoding="utf-8") as file:
-            return _read_lines(file)
-    return _read_lines(path_or_file)
-
-
-_WHITESPACE = re.compile(r"\s*")
-
-
-def _read_lines(file: IO[str]) -> list[AgentMessage]:
-    messages: list[AgentMessage] = []
-    for lineno, line in enumerate(file, start=1):
-        if _WHITESPACE.fullmatch(line):
-            continue
-        try:
-            # Without the line end: an error at the end of the line would otherwise be
-            # reported at column 1 of the (non-existent) next line.
-            data = _loads(line.rstrip("\r\n"))
-        except json.JSONDecodeError as exc:
-            raise SerializationError(
-                f"line {lineno}: invalid JSON: {exc.msg} at column {exc.colno}"
-            ) from None
-        except ValueError as exc:
-            raise SerializationError(f"line {lineno}: invalid JSON: {exc}") from None
-        try:
-            messages.append(_structure(data, AgentMessage))
-        except SerializationError as exc:
-            raise SerializationError(f"line {lineno}: {exc}") from None
-    return messages
+def _decode_line(raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        column = len(raw[: exc.start].decode("utf-8", "replace")) + 1
+        raise _NotUtf8(
+            f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {column})"
+        ) from None

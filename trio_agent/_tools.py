@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import re
+import unicodedata
+import warnings
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias
 
 import attrs
 
@@ -47,18 +50,62 @@ ToolExecute: TypeAlias = Callable[
 """``async execute(tool_call_id, params, signal, on_update) -> AgentToolResult``."""
 
 
+# What OpenAI (Chat Completions and Responses) and Anthropic accept as a tool name.
+_PROVIDER_NAME: Final = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+
+
+def _check_name(instance: Any, attribute: Any, name: Any) -> None:
+    """Reliability finding F16: refuse names no provider can take, flag names some refuse."""
+    if not isinstance(name, str):
+        raise TypeError(f"AgentTool.name must be a str, got {name!r}")
+    if not name:
+        raise ValueError("AgentTool.name must not be empty")
+    if any(ch.isspace() or unicodedata.category(ch)[0] in "CZ" for ch in name):
+        raise ValueError(
+            f"AgentTool.name must not contain white space or control characters, got {name!r}"
+        )
+    if not _PROVIDER_NAME.fullmatch(name):
+        warnings.warn(
+            f"tool name {name!r} is refused by the OpenAI and Anthropic APIs, which accept "
+            "1 to 64 ASCII letters, digits, '_' and '-'",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
+def _check_parameters(instance: Any, attribute: Any, parameters: Any) -> None:
+    if not isinstance(parameters, dict):
+        raise TypeError(f"AgentTool.parameters must be a JSON Schema dict, got {parameters!r}")
+
+
+def _check_execute(instance: Any, attribute: Any, execute: Any) -> None:
+    if not callable(execute):
+        raise TypeError(f"AgentTool.execute must be callable, got {execute!r}")
+
+
 @attrs.frozen(kw_only=True)
 class AgentTool:
     """A tool the agent can run. Only ``name``, ``description`` and ``parameters`` are
-    declared to the model."""
+    declared to the model.
 
-    name: str
+    Raises:
+        TypeError: ``name`` is not a ``str``, ``parameters`` not a ``dict`` or
+            ``execute`` not callable.
+        ValueError: ``name`` is empty or contains white space or control characters.
+
+    A name outside ``^[a-zA-Z0-9_-]{1,64}$`` (the pattern OpenAI and Anthropic accept),
+    such as ``read.file`` or a non-ASCII name, gives a :class:`UserWarning`: other
+    providers, and the faux provider, may take it. Distinct names within a tool set are
+    checked where the set is given to the agent (see ``check_tools``).
+    """
+
+    name: str = attrs.field(validator=_check_name)
     label: str
     """Human-readable name for UIs and logs."""
     description: str
-    parameters: dict[str, Any]
+    parameters: dict[str, Any] = attrs.field(validator=_check_parameters)
     """JSON Schema of the arguments (root ``type: "object"``)."""
-    execute: ToolExecute
+    execute: ToolExecute = attrs.field(validator=_check_execute)
     """Runs the tool. Raising an ``Exception`` produces an error result; cancellation
     (abort) propagates."""
     prepare_arguments: Callable[[dict[str, Any]], dict[str, Any]] | None = None

@@ -24,14 +24,25 @@ import copy
 import decimal
 import json
 import math
-import re
 import urllib.parse
 from collections.abc import Callable
 from decimal import Decimal
-from typing import Any, Final, TypeAlias, TypeGuard
+from typing import Any, Final, TypeAlias
 
+from ._coercion import (
+    _UNSET,
+    _coerce_primitive,
+    _convert_primitive,
+    _has_type,
+    _is_number,
+    _json_equal,
+    _literal_type,
+    _type_name,
+    _Unset,
+)
 from ._exceptions import ToolArgumentsError
-from ._jsjson import js_number, js_stringify
+from ._jsjson import MAX_ARGUMENTS_DEPTH, depth_exceeds, js_number, js_stringify
+from ._json_stream import TOO_DEEP
 from ._messages import ToolCall
 from ._schema_formats import FORMATS, search
 from ._tools import AgentTool
@@ -64,7 +75,9 @@ def validate_tool_arguments(tool: AgentTool, tool_call: ToolCall) -> dict[str, A
 
     Raises:
         ToolArgumentsError: ``tool_call.arguments_error`` is set (message
-            ``Invalid arguments for tool "<name>": <error>``), or the arguments fail the
+            ``Invalid arguments for tool "<name>": <error>``), the arguments nest more
+            than 100 levels deep (``<error>`` is
+            ``JSON nested too deeply (more than 100 levels)``), or the arguments fail the
             check. The message then reads ``Validation failed for tool "<name>":``
             followed by one ``  - <path>: <problem>`` line per problem (``root`` is the
             arguments object itself, nested paths are dotted: ``edits.0.oldText``) and
@@ -74,6 +87,10 @@ def validate_tool_arguments(tool: AgentTool, tool_call: ToolCall) -> dict[str, A
         raise ToolArgumentsError(
             f'Invalid arguments for tool "{tool.name}": {tool_call.arguments_error}'
         )
+    if depth_exceeds(tool_call.arguments, MAX_ARGUMENTS_DEPTH):
+        # Reliability finding F7: too deep to copy, check or echo; the model gets an
+        # error it can act on instead of a failed response.
+        raise ToolArgumentsError(f'Invalid arguments for tool "{tool.name}": {TOO_DEEP}')
     schema = _Schema(tool.parameters)
     value: Any = copy.deepcopy(tool_call.arguments)
     schema.drop_optional_nulls(value, schema.root, 0)
@@ -95,198 +112,18 @@ def validate_tool_arguments(tool: AgentTool, tool_call: ToolCall) -> dict[str, A
 
 
 # ---------------------------------------------------------------------------------------
-# JSON values in JavaScript terms
+# Errors
 
 _Path: TypeAlias = tuple[str | int, ...]
 _Error: TypeAlias = tuple[_Path, str, bool]
 """``(path, message, is_type_error)``."""
 
 
-class _Unset:
-    """Marks "no value" (an unresolved reference, a coercion that does not apply)."""
-
-
-_UNSET: Final = _Unset()
 _CYCLE: Final = _Unset()  # a $ref already being expanded for the same value
 
 
 def _dotted(path: _Path) -> str:
     return ".".join(str(part) for part in path) if path else "root"
-
-
-def _is_number(value: Any) -> TypeGuard[int | float]:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _is_integral(value: Any) -> bool:
-    if isinstance(value, bool):
-        return False
-    if isinstance(value, int):
-        return True
-    return isinstance(value, float) and value.is_integer()
-
-
-def _type_name(value: Any) -> str:
-    """The JSON type of a value; integral numbers are ``integer`` (JavaScript has one
-    number type, so ``1.0`` counts as an integer, as upstream)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if _is_number(value):
-        return "integer" if _is_integral(value) else "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
-
-
-def _has_type(value: Any, type_name: Any) -> bool:
-    if type_name == "number":
-        return _is_number(value)
-    if type_name == "integer":
-        return _is_integral(value)
-    return bool(_type_name(value) == type_name)
-
-
-def _json_equal(a: Any, b: Any) -> bool:
-    """JSON equality: numbers by value (``1 == 1.0``), booleans distinct from numbers,
-    objects regardless of key order."""
-    if _is_number(a) and _is_number(b):
-        return bool(a == b)
-    if isinstance(a, bool) or isinstance(b, bool):
-        return a is b
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
-    return type(a) is type(b) and bool(a == b)
-
-
-# ``[0-9]``, not ``\d``: JavaScript's ``Number("١٢")`` is NaN, while Python's ``\d`` (and
-# ``int``/``float``) accept the digits of every script.
-_NUMERIC: Final = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-_INTEGER_TEXT: Final = re.compile(r"[+-]?[0-9]+")
-_BIGINT_TEXT: Final = re.compile(r"([+-]?[0-9]+)n")
-_MAX_SAFE_INTEGER: Final = 2**53 - 1
-
-
-def _parse_numeric(text: str) -> int | float | _Unset:
-    """A decimal numeric string as a number (surrounding whitespace allowed, as in
-    JavaScript's ``Number()``); blank, hexadecimal or non-finite text is not numeric."""
-    text = text.strip()
-    if not _NUMERIC.fullmatch(text):
-        return _UNSET
-    if _INTEGER_TEXT.fullmatch(text):
-        return int(text)
-    number = float(text)
-    return number if math.isfinite(number) else _UNSET
-
-
-# ---------------------------------------------------------------------------------------
-# Conversions
-
-
-def _convert_primitive(value: Any, type_name: str) -> Any:
-    """Pass 2 (TypeBox-style) conversion of a primitive to ``type_name``; returns
-    ``value`` unchanged when it already has the type or cannot be converted."""
-    if type_name == "string":
-        if isinstance(value, bool):
-            return "true" if value else "false"
-        if _is_number(value):
-            return js_number(value)
-        if value is None:
-            return "null"
-    elif type_name in ("number", "integer"):
-        number: Any = value
-        if isinstance(value, bool):
-            number = int(value)
-        elif value is None:
-            number = 0
-        elif isinstance(value, str):
-            number = _parse_numeric(value)
-            if number is _UNSET:
-                lowered = value.strip().lower()
-                bigint = _BIGINT_TEXT.fullmatch(value.strip())
-                if lowered in ("true", "false"):
-                    number = int(lowered == "true")
-                elif bigint is not None and abs(int(bigint.group(1))) <= _MAX_SAFE_INTEGER:
-                    number = int(bigint.group(1))
-                else:
-                    return value
-        if type_name == "integer" and isinstance(number, float) and math.isfinite(number):
-            truncated = math.trunc(number)
-            # Beyond 2**53 every float is integral already; keep it a float rather
-            # than invent digits.
-            return truncated if abs(truncated) <= _MAX_SAFE_INTEGER else number
-        return number
-    elif type_name == "boolean":
-        if isinstance(value, str):
-            lowered = value.strip().lower()
-            if lowered in ("true", "1"):
-                return True
-            if lowered in ("false", "0"):
-                return False
-        elif _is_number(value) and value in (0, 1):
-            return value == 1
-        elif value is None:
-            return False
-    elif type_name == "null":
-        if value is False or (_is_number(value) and value == 0):
-            return None
-        if isinstance(value, str) and value.lower() in ("", "0", "null", "undefined"):
-            return None
-    return value
-
-
-def _coerce_primitive(value: Any, type_name: Any) -> Any:
-    """Pass 3 (AJV-style) coercion of a primitive to ``type_name``; ``_UNSET`` when it
-    does not apply."""
-    if type_name in ("number", "integer"):
-        number: Any = _UNSET
-        if value is None:
-            number = 0
-        elif isinstance(value, bool):
-            number = int(value)
-        elif isinstance(value, str):
-            number = _parse_numeric(value)
-        if type_name == "integer" and number is not _UNSET:
-            if not _is_integral(number):
-                return _UNSET
-            return int(number)
-        return number
-    if type_name == "boolean":
-        if value is None or value == "false" or (_is_number(value) and value == 0):
-            return False
-        if value == "true" or (_is_number(value) and value == 1):
-            return True
-    elif type_name == "string":
-        if value is None:
-            return ""
-        if isinstance(value, bool):
-            return "true" if value else "false"
-        if _is_number(value):
-            return js_number(value)
-    elif type_name == "null" and (
-        value == "" or value is False or (_is_number(value) and value == 0)
-    ):
-        return None
-    return _UNSET
-
-
-def _literal_type(literal: Any) -> str | None:
-    if literal is None:
-        return "null"
-    if isinstance(literal, bool):
-        return "boolean"
-    if _is_number(literal):
-        return "number"
-    if isinstance(literal, str):
-        return "string"
-    return None
 
 
 # ---------------------------------------------------------------------------------------
@@ -449,8 +286,8 @@ class _Schema:
             return value
         for literal in literals:
             type_name = _literal_type(literal)
-            if type_name is None:
-                continue
+            if type_name is None or type_name == "null":
+                continue  # nothing is converted to a null literal (as upstream)
             converted = _convert_primitive(value, type_name)
             if _json_equal(converted, literal) and self.is_valid(literal, schema, depth + 1):
                 return literal
@@ -466,9 +303,16 @@ class _Schema:
     ) -> Any:
         if any(self.is_valid(value, branch, depth + 1) for branch in branches):
             return value
+        # As upstream: a keyword conversion (pass 2) is kept only if the whole node then
+        # accepts the value; a type coercion (pass 3) as soon as some branch does, even
+        # when it then matches several branches of a ``oneOf`` (which the check reports).
+        whole = converter == self.convert
         for branch in branches:
             converted = converter(copy.deepcopy(value), branch, depth + 1)
-            if self.is_valid(converted, schema, depth + 1):
+            if whole:
+                if self.is_valid(converted, schema, depth + 1):
+                    return converted
+            elif any(self.is_valid(converted, other, depth + 1) for other in branches):
                 return converted
         return value
 
@@ -650,7 +494,12 @@ class _Schema:
         properties = _as_dict(schema, "properties")
         patterns = _as_dict(schema, "patternProperties")
         additional = schema.get("additionalProperties", True)
-        for key, member in value.items():
+        # Upstream's order: declared properties in the schema's order, then the value's
+        # other members in the value's order.
+        declared = [key for key in properties if key in value]
+        others = [key for key in value if key not in properties]
+        for key in declared + others:
+            member = value[key]
             member_path = (*path, key)
             matched = False
             if key in properties:
@@ -673,6 +522,103 @@ class _Schema:
             count = js_number(max_properties)
             errors.append((path, f"expected at most {count} properties", False))
 
+    def _union_errors(
+        self,
+        value: Any,
+        branches: list[Any],
+        failures: list[tuple[Any, list[_Error]]],
+        path: _Path,
+    ) -> list[_Error]:
+        """The errors of a union that no branch accepts.
+
+        A union of object schemas that all give one property a ``const`` is
+        discriminated by it, as upstream: an object whose property matches no branch's
+        constant (or lacks it) gets ``<path>.<property>: expected one of [<constants>]``;
+        otherwise the branches with its constant compete. Other unions report their best
+        branch (:meth:`_best_alternative`).
+        """
+        discriminator = self._discriminator(branches) if isinstance(value, dict) else None
+        if discriminator is not None:
+            name, constants = discriminator
+            if name in value:
+                matching = [
+                    failure
+                    for failure, constant in zip(failures, constants, strict=False)
+                    if _json_equal(value[name], constant)
+                ]
+                # ``failures`` lists every branch here: none passed.
+                if matching:
+                    return self._best_alternative(value, matching, path)
+            shown: list[Any] = []
+            for constant in constants:
+                if not any(_json_equal(constant, seen) for seen in shown):
+                    shown.append(constant)
+            return [((*path, name), f"expected one of {_format_enum(shown)}", False)]
+        return self._best_alternative(value, failures, path)
+
+    def _discriminator(self, branches: list[Any]) -> tuple[str, list[Any]] | None:
+        """``(property, constant per branch)`` when every branch is an object schema whose
+        ``properties`` give that property a ``const``; ``None`` otherwise."""
+        if not branches:
+            return None
+        all_properties: list[dict[str, Any]] = []
+        for branch in branches:
+            if isinstance(branch, dict) and "$ref" in branch and "properties" not in branch:
+                branch = self.resolve(branch["$ref"])
+            properties = branch.get("properties") if isinstance(branch, dict) else None
+            if not isinstance(properties, dict):
+                return None
+            all_properties.append(properties)
+        for name, member in all_properties[0].items():
+            if not (isinstance(member, dict) and "const" in member):
+                continue
+            constants = []
+            for properties in all_properties:
+                candidate = properties.get(name)
+                if not (isinstance(candidate, dict) and "const" in candidate):
+                    break
+                constants.append(candidate["const"])
+            else:
+                return name, constants
+        return None
+
+    def _best_alternative(
+        self, value: Any, failures: list[tuple[Any, list[_Error]]], path: _Path
+    ) -> list[_Error]:
+        """The errors of the union branch that came closest (reference parity.md B4).
+
+        The best branch declares the most of the value's keys in its ``properties``; among
+        those, the one whose first error lies deepest; among those, the first. ``matches no
+        alternative`` is left for a union without any failing branch (``anyOf: []``).
+        """
+        if not failures:
+            return [(path, "matches no alternative", False)]
+
+        def score(failure: tuple[Any, list[_Error]]) -> tuple[int, int]:
+            branch, branch_errors = failure
+            return self._declared_keys(value, branch), len(branch_errors[0][0])
+
+        best = failures[0]
+        best_score = score(best)
+        for failure in failures[1:]:
+            failure_score = score(failure)
+            if failure_score > best_score:
+                best, best_score = failure, failure_score
+        return best[1]
+
+    def _declared_keys(self, value: Any, branch: Any) -> int:
+        """How many of an object value's keys ``branch`` declares in ``properties``
+        (through one local ``$ref``); 0 for other values."""
+        if not isinstance(value, dict) or not isinstance(branch, dict):
+            return 0
+        properties = branch.get("properties")
+        if not isinstance(properties, dict) and "$ref" in branch:
+            target = self.resolve(branch["$ref"])
+            properties = target.get("properties") if isinstance(target, dict) else None
+        if not isinstance(properties, dict):
+            return 0
+        return sum(1 for key in value if key in properties)
+
     def _check_combinators(
         self, value: Any, schema: dict[str, Any], path: _Path, errors: list[_Error], depth: int
     ) -> None:
@@ -684,7 +630,7 @@ class _Schema:
             branches = schema.get(keyword)
             if not isinstance(branches, list):
                 continue
-            failures: list[list[_Error]] = []
+            failures: list[tuple[Any, list[_Error]]] = []
             passing = 0
             for branch in branches:
                 branch_errors: list[_Error] = []
@@ -694,30 +640,13 @@ class _Schema:
                     if keyword == "anyOf":
                         break
                 else:
-                    failures.append(branch_errors)
+                    failures.append((branch, branch_errors))
             if passing > 1:
                 errors.append((path, "matches more than one alternative", False))
             elif passing == 0:
-                errors.extend(_best_alternative(failures, path))
+                errors.extend(self._union_errors(value, branches, failures, path))
         if "not" in schema and self.is_valid(value, schema["not"], depth + 1):
             errors.append((path, "must not match the schema in not", False))
-
-
-def _best_alternative(failures: list[list[_Error]], path: _Path) -> list[_Error]:
-    """The errors of the union branch that came closest, or ``matches no alternative``.
-
-    A branch counts only if the value has its type (its errors are not just a type
-    mismatch at the union's own position); among those the first with the fewest
-    errors wins, so ``"a" | "b"`` given ``"c"`` reports ``expected "a"``.
-    """
-    candidates = [
-        branch_errors
-        for branch_errors in failures
-        if not (len(branch_errors) == 1 and branch_errors[0][2] and branch_errors[0][0] == path)
-    ]
-    if not candidates:
-        return [(path, "matches no alternative", False)]
-    return min(candidates, key=len)
 
 
 def _format_enum(values: list[Any]) -> str:
