@@ -1,9 +1,7 @@
 """The Agent's entry points refuse bad input before anything is committed (reliability
-findings F4, F15, F16), using the checks of ``trio_agent._checks``.
-
-The tests marked ``xfail`` need those checks wired into the Agent (``prompt``, ``steer``,
-``follow_up``, ``AgentInitialState``, the ``state.messages`` and ``state.tools``
-setters); they pass once it is.
+findings F4, F15, F16), using the checks of ``trio_agent._checks`` at every door:
+``prompt``, ``steer``, ``follow_up``, ``AgentInitialState`` and the ``state.messages`` and
+``state.tools`` setters.
 """
 
 from __future__ import annotations
@@ -23,8 +21,6 @@ from trio_agent import (
     UserMessage,
 )
 from trio_agent.testing import FauxProvider, faux_assistant_message
-
-wired = pytest.mark.xfail(strict=True, reason="wired in by the run-core change")
 
 
 async def _execute(
@@ -56,7 +52,6 @@ MESSAGE = (
 )
 
 
-@wired
 async def test_prompt_refuses_a_message_with_a_wrong_field_and_commits_nothing() -> None:
     agent = make_agent()
     with pytest.raises(TypeError) as info:
@@ -70,7 +65,6 @@ async def test_prompt_refuses_a_message_with_a_wrong_field_and_commits_nothing()
     assert [message.role for message in agent.state.messages] == ["user", "assistant"]
 
 
-@wired
 async def test_prompt_refuses_a_dict_block() -> None:
     agent = make_agent()
     with pytest.raises(TypeError) as info:
@@ -81,7 +75,6 @@ async def test_prompt_refuses_a_dict_block() -> None:
     )
 
 
-@wired
 async def test_prompt_names_bytes_and_bad_images_whole() -> None:
     agent = make_agent()
     with pytest.raises(TypeError) as info:
@@ -92,7 +85,6 @@ async def test_prompt_names_bytes_and_bad_images_whole() -> None:
     assert str(info.value) == "prompt(): images must be a sequence of ImageContent, got 'abc'"
 
 
-@wired
 def test_steer_and_follow_up_check_deeply() -> None:
     agent = make_agent()
     with pytest.raises(TypeError) as info:
@@ -103,7 +95,6 @@ def test_steer_and_follow_up_check_deeply() -> None:
     assert str(info.value) == "follow_up(): UserMessage.timestamp must be an int, got 'now'"
 
 
-@wired
 def test_initial_messages_are_checked_before_any_attribute_is_read() -> None:
     with pytest.raises(TypeError) as info:
         make_agent(messages=[{"role": "user", "content": "x"}])
@@ -113,7 +104,6 @@ def test_initial_messages_are_checked_before_any_attribute_is_read() -> None:
     )
 
 
-@wired
 def test_state_messages_setter_checks() -> None:
     agent = make_agent()
     with pytest.raises(TypeError) as info:
@@ -124,7 +114,6 @@ def test_state_messages_setter_checks() -> None:
     assert agent.state.messages == []
 
 
-@wired
 def test_duplicate_tool_names_are_refused_at_construction() -> None:
     with pytest.raises(ValueError) as info:
         make_agent(tools=[make_tool("search"), make_tool("search")])
@@ -133,7 +122,6 @@ def test_duplicate_tool_names_are_refused_at_construction() -> None:
     )
 
 
-@wired
 def test_duplicate_tool_names_are_refused_by_the_setter() -> None:
     agent = make_agent(tools=[make_tool("search")])
     with pytest.raises(ValueError) as info:

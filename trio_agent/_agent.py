@@ -22,6 +22,7 @@ import attrs
 import trio
 
 from ._abort import AbortController, AbortSignal
+from ._checks import check_message, check_messages, check_tools, prompt_messages
 from ._events import AgentEvent
 from ._exceptions import AgentBusyError, AgentError, NothingToContinueError
 from ._hooks import AgentContext, AgentTurnContext
@@ -33,12 +34,8 @@ from ._messages import (
     ModelCost,
     QueueMode,
     SystemMessage,
-    TextContent,
     ThinkingLevel,
     ToolExecutionMode,
-    ToolResultMessage,
-    UserMessage,
-    registered_message_types,
 )
 from ._streaming import (
     ProviderResponse,
@@ -153,7 +150,7 @@ class AgentState:
 
     @tools.setter
     def tools(self, tools: Sequence[AgentTool]) -> None:
-        self._tools = list(tools)
+        self._tools = check_tools(tools, "state.tools")
 
     @property
     def messages(self) -> list[AgentMessage]:
@@ -162,7 +159,7 @@ class AgentState:
 
     @messages.setter
     def messages(self, messages: Sequence[AgentMessage]) -> None:
-        self._messages = list(messages)
+        self._messages = check_messages(messages, "state.messages")
 
     @property
     def is_streaming(self) -> bool:
@@ -277,19 +274,6 @@ def _takes_signal(fn: AgentListener) -> bool:
     return positional >= 2
 
 
-_MESSAGE_CLASSES = (SystemMessage, UserMessage, AssistantMessage, ToolResultMessage)
-
-
-def _check_message(value: object, where: str) -> AgentMessage:
-    """``value`` if it is a message the transcript can hold, else a ``TypeError``."""
-    if isinstance(value, _MESSAGE_CLASSES) or type(value) in registered_message_types().values():
-        return value  # type: ignore[return-value]  # checked just above
-    raise TypeError(
-        f"{where}: expected a message (SystemMessage, UserMessage, AssistantMessage, "
-        f"ToolResultMessage or a class registered with register_message_type), got {value!r}"
-    )
-
-
 @attrs.define(eq=False)
 class _ActiveRun:
     controller: AbortController
@@ -401,8 +385,8 @@ class Agent:
         headers: dict[str, str | None] | None = None,
     ) -> None:
         initial = initial_state or AgentInitialState()
-        tools = list(initial.tools or [])
-        messages = list(initial.messages or [])
+        tools = check_tools(initial.tools or [], "AgentInitialState.tools")
+        messages = check_messages(initial.messages or [], "AgentInitialState.messages")
         if not messages or messages[0].role != "system":
             system = create_initial_system_message(
                 initial.system_prompt, [to_tool_declaration(tool) for tool in tools]
@@ -558,7 +542,7 @@ class Agent:
         Raises:
             TypeError: ``message`` is not a message.
         """
-        self._steering.items.append(_check_message(message, "steer()"))
+        self._steering.items.append(check_message(message, "steer()"))
 
     def follow_up(self, message: AgentMessage) -> None:
         """Queue a message delivered when the agent would otherwise stop (any time).
@@ -566,7 +550,7 @@ class Agent:
         Raises:
             TypeError: ``message`` is not a message.
         """
-        self._follow_up.items.append(_check_message(message, "follow_up()"))
+        self._follow_up.items.append(check_message(message, "follow_up()"))
 
     def clear_steering_queue(self) -> None:
         """Drop queued steering messages (also drained ones not yet delivered)."""
@@ -661,22 +645,7 @@ class Agent:
         """
         if self._active is not None:
             raise AgentBusyError(_PROMPT_BUSY)
-        messages: list[AgentMessage]
-        if isinstance(input, str):
-            content: list[TextContent | ImageContent] = [TextContent(text=input)]
-            for image in images or ():
-                if not isinstance(image, ImageContent):
-                    raise TypeError(f"prompt(): images must be ImageContent, got {image!r}")
-                content.append(image)
-            messages = [UserMessage(content=content)]
-        elif isinstance(input, list):
-            messages = input
-        elif isinstance(input, Sequence):
-            messages = [*input]
-        else:
-            messages = [input]
-        for message in messages:
-            _check_message(message, "prompt()")
+        messages = prompt_messages(input, images)
         await self._run_prompt(messages, skip_initial_steering_poll=False)
 
     async def continue_(self) -> None:
