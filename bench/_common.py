@@ -7,7 +7,7 @@ agent's; S1 reports it separately to prove that.
 
 The *floor* of a scenario is the same amount of raw Trio work without the agent: memory
 channel round trips to one consumer that awaits a no-op, or bare tasks. A scenario's
-``ratio`` is its median divided by the floor's median (SPEC §12).
+``ratio`` is its median divided by the floor's median.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Abort signals: upstream's ``AbortController``/``AbortSignal`` on Trio.
 
-A run's abort is a cancel scope (SPEC §8); the signal is the object hooks, tools, listeners
+A run's abort is a cancel scope; the signal is the object hooks, tools, listeners
 and stream functions receive so upstream-style code can poll ``aborted`` or ``await
 signal.wait()``. :func:`open_abort_scope` links a signal to a cancel scope.
 """

@@ -1,8 +1,8 @@
 """The stateful :class:`Agent`: transcript, tools, queues, listeners and one run at a time.
 
-Built only on the public :mod:`trio_agent.loop` API (reference upstream-agent.md §4; SPEC §7
-and §8). A run is ``prompt()``/``continue_()`` running the loop in the calling task. The
-Agent is the run's :class:`~trio_agent.loop.AgentEventSink`: it reduces each event into
+Built only on the public :mod:`trio_agent.loop` API. A run is ``prompt()``/``continue_()``
+running the loop in the calling task. The Agent is the run's
+:class:`~trio_agent.loop.AgentEventSink`: it reduces each event into
 :class:`AgentState`, then calls every listener in subscription order, in the run's task, so
 listeners never overlap and a slow listener delays the run. The loop closes every run
 itself (aborts, failures, cancellation); the Agent only reduces events into state.
@@ -193,7 +193,7 @@ class AgentState:
 
 @attrs.define(eq=False)
 class _Queue:
-    """A steering or follow-up queue with delivery ownership (reference §3.12)."""
+    """A steering or follow-up queue with delivery ownership."""
 
     mode: QueueMode
     items: list[AgentMessage] = attrs.field(factory=list)
@@ -715,7 +715,7 @@ class Agent:
         if self.prepare_next_turn is not None or self.prepare_next_turn_with_context is not None:
 
             def prepare_next_turn(turn: AgentTurnContext) -> Any:
-                # Both variants are read when called (reference §4.11).
+                # Both variants are read when called.
                 if self.prepare_next_turn_with_context is not None:
                     return self.prepare_next_turn_with_context(turn, self.signal)
                 if self.prepare_next_turn is not None:
@@ -788,7 +788,7 @@ class Agent:
             run.idle.set()
 
     def _reduce(self, event: AgentEvent) -> None:
-        """Reduce an event into :attr:`state` (reference §4.4)."""
+        """Reduce an event into :attr:`state`."""
         state = self._state
         kind = event.type
         if kind == "message_update" or kind == "message_start":

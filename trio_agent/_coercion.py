@@ -2,7 +2,7 @@
 
 Upstream validates tool arguments in JavaScript, so "a number", "an integer" and "equal"
 mean what they mean there (``1.0`` is an integer, ``1`` equals ``1.0`` but not ``true``),
-and strings become numbers as ``Number(text)`` reads them (reference parity.md B3). The
+and strings become numbers as ``Number(text)`` reads them (as pi 1.6.0 does). The
 schema walker of :mod:`trio_agent._validation` applies these per node.
 """
 
@@ -99,7 +99,7 @@ def _js_trim(text: str) -> str:
 
 def _parse_numeric(text: str) -> int | float | _Unset:
     """A string as JavaScript's ``Number(text)`` reads it, or ``_UNSET`` for NaN and the
-    infinities (reference parity.md B3).
+    infinities (as pi 1.6.0 does).
 
     Surrounding JavaScript white space is ignored and blank text is ``0``; unsigned
     ``0x``/``0b``/``0o`` prefixes select base 16, 2 or 8; decimal text may carry a sign,

@@ -1,4 +1,4 @@
-"""Contexts and results of the loop's hooks (reference §2.15-§2.21).
+"""Contexts and results of the loop's hooks.
 
 Every hook may be a plain function or an ``async def``; returning ``None`` means "no
 change". Context objects hand out the loop's live lists: retaining them observes later

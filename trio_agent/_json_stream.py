@@ -1,7 +1,7 @@
 """JSON helpers for streamed tool-call arguments.
 
 Providers stream a tool call's arguments as raw JSON text in small pieces. Two views of
-that text matter (reference ``upstream-ai.md`` §4.2 to §4.3):
+that text matter:
 
 * while it streams, a best-effort *partial* value for previews
   (:class:`ToolCallArgumentsStream`, backed by an incremental lenient parser that never

@@ -1,6 +1,6 @@
 """The agent loop: one run = turns of (streamed assistant response + its tool batch).
 
-Reference: upstream-agent.md §3 step for step; SPEC §6 and §8 for the Trio design.
+The loop does what pi 1.6.0's loop does, step for step, on Trio.
 
 A run is a nursery with a cancel scope for abort: its work (provider request, hooks, tool
 executions) happens inside one cancel scope linked to the run's
@@ -196,7 +196,7 @@ class AgentLoopConfig:
 
 
 class _Run:
-    """One run: the loop of reference §3 and the one close path of SPEC §8.
+    """One run: the loop, and the one close path of a run that ends early.
 
     "Where are we" is what the run has handed to the sink: ``started``, ``turn_open``,
     ``open_message`` (a message between its start and end events), the turn's
@@ -357,14 +357,14 @@ class _Run:
         await self.close(cause)
 
     async def deliver(self, messages: Sequence[AgentMessage]) -> None:
-        """Deliver messages into the transcript, stopping at an abort (reference §3.12)."""
+        """Deliver messages into the transcript, stopping at an abort."""
         for message in messages:
             await trio.lowlevel.checkpoint_if_cancelled()
             await self.emit_message(message)
             self.context.messages.append(message)
 
     async def poll(self, source: Callable[[], Any] | None) -> list[AgentMessage]:
-        # No queue poll after an abort (SPEC §8): a sync hook or a listener before this
+        # No queue poll after an abort: a sync hook or a listener before this
         # point never checkpointed, so the abort may not have been observed yet.
         await trio.lowlevel.checkpoint_if_cancelled()
         if source is None:
@@ -387,7 +387,7 @@ class _Run:
                     if not pending:
                         pending = await self.poll(config.get_steering_messages)
                     # An abort in prepare_next_turn ends the run before a new turn starts
-                    # and before drained messages are delivered (reference §3.12).
+                    # and before drained messages are delivered.
                     await trio.lowlevel.checkpoint_if_cancelled()
                     self.requested = self.finish_turn_called = False
                     self.partial = self.response = None
@@ -413,7 +413,7 @@ class _Run:
 
                 message = await self.stream_assistant_response()
                 # An abort that ended the response (cancelling the stream, or a stream
-                # that honoured the signal itself) closes the run (SPEC §8, parity C1).
+                # that honoured the signal itself) closes the run.
                 await trio.lowlevel.checkpoint_if_cancelled()
 
                 tool_results: list[ToolResultMessage] = []
@@ -638,7 +638,7 @@ class _Run:
     # -- the one close path --------------------------------------------------------------
 
     async def close(self, cause: BaseException | None) -> None:
-        """Finish a run that did not end normally, keeping the event grammar (SPEC §8).
+        """Finish a run that did not end normally, keeping the event grammar.
 
         ``cause`` is ``None`` for an abort, an ``Exception`` for a failure (reported
         in-band with a synthesized failure message, then the run returns), or a
@@ -694,7 +694,7 @@ class _Run:
             await self.emit(MessageEndEvent(message=message))
 
     async def _close_aborted(self) -> None:
-        """The closing events of SPEC §8's abort table."""
+        """The closing events of an abort (the guide's table, "Abort and cancellation")."""
         if not self.started:
             await self.emit(AgentStartEvent())
         await self._commit_open_message()
@@ -714,7 +714,7 @@ class _Run:
                 and any(isinstance(b, ToolCall) for b in response.content)
             ):
                 # Tool calls that streamed before the abort are answered too: every tool
-                # call in the transcript gets exactly one result (SPEC §8). Those of a
+                # call in the transcript gets exactly one result. Those of a
                 # response that failed on its own stay unanswered, as on the normal path.
                 self.batch = ToolBatch.for_message(response, self.context.tools, self.emit)
             tool_results: list[ToolResultMessage] = []
@@ -725,7 +725,7 @@ class _Run:
                 self.context.messages.extend(m for m in tool_results if id(m) not in known)
             if not self.finish_turn_called and response.stop_reason in ("error", "aborted"):
                 # finish_turn sees a response that an abort ended, once, under a
-                # cancelled scope however the stream ended (parity C1); the shield keeps
+                # cancelled scope however the stream ended; the shield keeps
                 # the caller's cancellation out of this close path.
                 with trio.CancelScope(shield=True), trio.CancelScope() as cancelled:
                     cancelled.cancel()
@@ -734,7 +734,7 @@ class _Run:
         await self.emit(AgentEndEvent(messages=self.new_messages))
 
     async def _close_failed(self, error: Exception) -> None:
-        """Report ``error`` in-band: the failure message closes the run (reference §4.8).
+        """Report ``error`` in-band: the failure message closes the run.
 
         Executions the failure cut short end with its text (their calls stay unanswered),
         an open message is committed (an open assistant partial is replaced by the failure

@@ -1,6 +1,6 @@
 """The JSON wire format: one cattrs converter for messages, content blocks, events and models.
 
-The wire format is the upstream one (reference ``upstream-ai.md`` §1): keys are the
+The wire format is the upstream one: keys are the
 camelCase form of the snake_case attribute names (``tool_call_id`` -> ``toolCallId``),
 optional fields whose value is ``None`` are omitted, timestamps are integer Unix
 milliseconds, and the discriminator (``role`` for messages, ``type`` for content blocks and
@@ -83,7 +83,7 @@ _DISCRIMINATORS = ("role", "type")
 
 UPSTREAM_ONLY_KEYS: Mapping[type[Any], frozenset[str]] = types.MappingProxyType(
     {
-        # Reference upstream-ai.md §1.1-§1.3 and §1.7: fields upstream 1.6.0 writes that
+        # Fields pi 1.6.0 writes that
         # trio_agent does not model. Loading keeps them in ``wire_extras`` (written back
         # as read) or, for the model classes, drops them; any other unknown key is an
         # error.
@@ -114,7 +114,7 @@ unchanged, so a transcript written by pi dumps back byte for byte; on
 :class:`~trio_agent.Model` and :class:`~trio_agent.ModelCost` they are dropped.
 """
 
-# Reference upstream-ai.md §1.2: wire keys that are not optional upstream but have a
+# Wire keys that are not optional in pi 1.6.0 but have a
 # default in the Python classes (so that code can build messages tersely). Loading
 # requires them; in field order, so errors list them as the class declares them.
 _REQUIRED_ON_LOAD: Mapping[type[Any], tuple[str, ...]] = types.MappingProxyType(
@@ -619,7 +619,7 @@ def _escape_surrogate(match: re.Match[str]) -> str:
 
 
 def _dumps(data: Any) -> str:
-    # Reference parity.md N1: numbers as JSON.stringify writes them (5.0 -> 5, 1.5e-07 ->
+    # Numbers as JSON.stringify writes them (5.0 -> 5, 1.5e-07 ->
     # 1.5e-7, NaN -> null), except that an int keeps all its digits, so that Python reads
     # back the value it wrote.
     try:
@@ -752,10 +752,10 @@ def from_dict(data: Any, cls: Any) -> Any:
 def to_json(value: Any) -> str:
     """Serialize a trio_agent value to compact JSON text (non-ASCII characters kept as is).
 
-    The text is the one ``JSON.stringify`` writes for the same data (reference parity.md
-    N1): floats in JavaScript's form (``5.0`` as ``5``, ``1.5e-07`` as ``1.5e-7``, ``NaN``
-    and the infinities as ``null``), integer-like keys of free-form objects first, lone
-    surrogates escaped. Python ints keep all their digits.
+    The text is the one ``JSON.stringify`` writes for the same data: floats in JavaScript's
+    form (``5.0`` as ``5``, ``1.5e-07`` as ``1.5e-7``, ``NaN`` and the infinities as
+    ``null``), integer-like keys of free-form objects first, lone surrogates escaped. Python
+    ints keep all their digits.
 
     Raises:
         SerializationError: the value holds something JSON cannot represent: bytes, a set

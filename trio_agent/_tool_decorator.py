@@ -1,6 +1,6 @@
 """``trio_agent.tool``: build an :class:`~trio_agent.AgentTool` from a typed ``async def``.
 
-Beyond upstream (SPEC §4): the JSON Schema of the parameters comes from the annotations and
+Beyond upstream: the JSON Schema of the parameters comes from the annotations and
 the descriptions from the Google-style docstring, so users need not hand-write schemas.
 
 Supported annotations and their schemas:

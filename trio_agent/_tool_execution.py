@@ -1,6 +1,6 @@
 """Tool calls: the one runner of a call, and one turn's tool batch.
 
-Reference: upstream-agent.md §3.5-§3.9; SPEC §6 and §8. Tool failures are data (an
+As pi 1.6.0 does, on Trio. Tool failures are data (an
 ``Exception`` from a tool or a tool-level hook becomes an error result); cancellation is an
 exception and propagates.
 
@@ -136,7 +136,7 @@ class _Hooks:
 async def _prepare(
     tool_call: ToolCall, tool: AgentTool | None, hooks: _Hooks
 ) -> _Prepared | AgentToolCallOutcome:
-    """Reference §3.5, with the abort checked first (parity B1)."""
+    """Preparation as pi 1.6.0 does it, with the abort checked first."""
     signal = hooks.signal
     if signal.aborted:
         return _immediate(tool_call, OPERATION_ABORTED)
@@ -233,7 +233,7 @@ async def _after(
     changes: dict[str, Any] = {}
     if override.content is not None:
         changes["content"] = list(override.content)
-        # Replaced content may no longer match the old structured content (reference §2.16).
+        # Replaced content may no longer match the old structured content.
         changes["structured_content"] = override.structured_content
     elif override.structured_content is not None:
         changes["structured_content"] = override.structured_content
@@ -241,7 +241,7 @@ async def _after(
         value = getattr(override, name)
         if value is not None:
             changes[name] = value
-    # The is_error override changes the flag beside the result, not the result (parity W1).
+    # The is_error override changes the flag beside the result, not the result.
     if override.is_error is not None:
         is_error = override.is_error
     return (attrs.evolve(result, **changes) if changes else result), is_error
@@ -420,7 +420,7 @@ class ToolBatch:
         after_tool_call: AfterToolCallHook | None,
         signal: AbortSignal,
     ) -> None:
-        """Execute the batch (reference §3.6).
+        """Execute the batch.
 
         Sequential: each call is prepared, executed and published before the next.
         Parallel: every call is prepared first (preflight), then the prepared ones run as
@@ -460,7 +460,7 @@ class ToolBatch:
             for call in self.calls:
                 await self._start(call)
                 # An abort (say, in a tool_execution_start listener) stops the batch
-                # before the call's preparation (parity B1).
+                # before the call's preparation.
                 await trio.lowlevel.checkpoint_if_cancelled()
                 prepared = await _prepare(call.tool_call, call.tool, hooks)
                 if isinstance(prepared, AgentToolCallOutcome):
@@ -508,8 +508,7 @@ class ToolBatch:
         After an abort (``failure`` is ``None``) every call gets exactly one result, in
         source order: what the executions reported is delivered first, calls that finished
         keep their outcome, the others end with ``Operation aborted``. After a failure,
-        executions cut short end with the failure's text and their calls stay unanswered
-        (SPEC §8).
+        executions cut short end with the failure's text and their calls stay unanswered.
         """
         if failure is not None:
             for call in self.calls:

@@ -3,7 +3,7 @@
 The system prompt and the tool declarations of a conversation live in its ``system``
 messages. The leading one holds the base prompt and the initial tools; later ones append
 instructions, patch named ``sections`` and add or remove tools. The helpers here replay
-them (upstream ``utils/transcript.ts``; reference ``upstream-ai.md`` §3).
+them as pi 1.6.0 does.
 
 Every helper accepts a list of any transcript entries and looks only at entries whose
 ``role`` is ``"system"``; other roles, including application roles, are passed over.
@@ -336,7 +336,7 @@ def declare_tool_changes(
 ) -> list[AgentMessage]:
     """Make the declared tools equal the executable ``tools`` once ``pending`` is appended.
 
-    Reference ``upstream-agent.md`` §3.4. The last system message of ``pending`` (if any)
+    As pi 1.6.0 does it: the last system message of ``pending`` (if any)
     has its own tool fields treated as intent: they are replaced by the delta between the
     tools declared by ``context_messages`` plus ``pending`` (without those fields) and
     ``tools``; each field is set only when non-empty. Without a pending system message a

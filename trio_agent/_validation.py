@@ -1,6 +1,6 @@
 """Tool-argument validation: coerce the model's arguments, then check them.
 
-:func:`validate_tool_arguments` follows reference ``upstream-ai.md`` §4.1: three coercion
+:func:`validate_tool_arguments` does what pi 1.6.0 does: three coercion
 passes (optional ``null`` members dropped; conversion by schema keyword; primitive
 coercion by ``type``), then a JSON Schema check whose error messages are the upstream
 ones, because they are sent back to the model.
@@ -585,7 +585,7 @@ class _Schema:
     def _best_alternative(
         self, value: Any, failures: list[tuple[Any, list[_Error]]], path: _Path
     ) -> list[_Error]:
-        """The errors of the union branch that came closest (reference parity.md B4).
+        """The errors of the union branch that came closest (as pi 1.6.0 does).
 
         The best branch declares the most of the value's keys in its ``properties``; among
         those, the one whose first error lies deepest; among those, the first. ``matches no

@@ -1,9 +1,8 @@
 """The ``anthropic-messages`` API: Anthropic's Messages endpoint over SSE.
 
-Request building and event mapping follow reference ``upstream-ai.md`` §6.2 and the
-thinking rules of §5.2. The request goes through the shared pipeline of :mod:`._http`
-(keys, headers, hooks, retries, SSE framing, error and abort handling); this module only
-knows the Anthropic wire shapes.
+Request building, event mapping and the thinking rules follow pi 1.6.0. The request goes
+through the shared pipeline of :mod:`._http` (keys, headers, hooks, retries, SSE framing,
+error and abort handling); this module only knows the Anthropic wire shapes.
 """
 
 from __future__ import annotations

@@ -1,5 +1,4 @@
-"""Usage cost, thinking levels and token budgets (reference ``upstream-ai.md`` §1.3, §1.7,
-§5.1, §5.2)."""
+"""Usage cost, thinking levels and token budgets."""
 
 from __future__ import annotations
 

@@ -9,8 +9,8 @@ few "tokens" (4 characters each) with one ``*_delta`` per chunk, ``*_end``, and 
 
 Everything is deterministic: chunk sizes come from a seeded random generator, pacing
 (``tokens_per_second``) runs on Trio's clock, so tests under ``autojump_clock`` are
-instant and exact, and usage is estimated from the transcript text (reference
-``upstream-ai.md`` §7).
+instant and exact, and usage is estimated from the transcript text as pi's faux
+provider does.
 """
 
 from __future__ import annotations
@@ -452,7 +452,7 @@ class FauxProvider:
         session_id = options.session_id
         if session_id:
             # Simulated prompt cache per session: the prefix shared with the session's
-            # previous prompt is read from cache, the rest written (upstream §7).
+            # previous prompt is read from cache, the rest written (as pi's faux provider does).
             previous = self._prompt_cache.get(session_id, "")
             cache_read = _tokens(prompt[: _common_prefix_length(previous, prompt)])
             cache_write = prompt_tokens - cache_read
@@ -572,5 +572,5 @@ def _message_text(message: Message) -> str:
 
 def _render_prompt(messages: Iterable[Message]) -> str:
     """The text the usage estimate counts: ``<role>:<text>`` per message, blank-line
-    separated (reference ``upstream-ai.md`` §7)."""
+    separated."""
     return "\n\n".join(f"{message.role}:{_message_text(message)}" for message in messages)

@@ -4,8 +4,7 @@ Each wire API (``openai-completions``, ``anthropic-messages``, ``openai-response
 described by an :class:`HttpApi`: how to build the request (URL, JSON body, headers), how
 to word an HTTP error, and a factory for an :class:`SseMapper` that turns the parsed
 server-sent events of one response into builder calls. :func:`stream_http` does
-everything else, identically for all of them (reference ``upstream-ai.md`` §5.3, §5.4,
-§6.0):
+everything else, identically for all of them:
 
 1. build the output message through an :class:`~.AssistantMessageBuilder`;
 2. resolve the API key (``options.api_key``, else ``HttpEnv.get_api_key(provider)``, else
@@ -208,7 +207,7 @@ class HttpApi:
     create_mapper: Callable[[AssistantMessageBuilder, Model], SseMapper]
     """Creates the mapper of one response."""
     format_http_error: Callable[[HttpError, Model], str]
-    """Words the error message of an HTTP error status (reference §5.4)."""
+    """Words the error message of an HTTP error status."""
     format_retry_error: Callable[[HttpError, Model], str] | None = None
     """Words the error that ends a ``Server requested <n>s retry delay ...`` message (the
     client's own wording, e.g. :func:`client_error_text`); ``None`` uses

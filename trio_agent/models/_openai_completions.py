@@ -4,8 +4,7 @@ OpenAI itself, OpenRouter, Groq, DeepSeek, Ollama, vLLM, llama.cpp server and ot
 servers that speak ``POST {base_url}/chat/completions`` with ``stream: true``. Hosts
 differ in small ways; :func:`detect_compat` guesses the differences from the provider id
 and base URL, and explicit ``Model.compat`` values (upstream camelCase names, e.g.
-``{"supportsStore": False, "maxTokensField": "max_tokens"}``) win. Reference
-``upstream-ai.md`` §6.1.
+``{"supportsStore": False, "maxTokensField": "max_tokens"}``) win, as in pi 1.6.0.
 
 Streaming shape (as upstream): at most one thinking block and one text block per response
 (later text deltas append to the same text block, even after tool calls started),

@@ -1,9 +1,8 @@
 """The ``openai-responses`` API: OpenAI's Responses endpoint over SSE.
 
-Request building and event mapping follow reference ``upstream-ai.md`` §6.3 and the
-reasoning rules of §5.2. The request goes through the shared pipeline of :mod:`._http`
-(keys, headers, hooks, retries, SSE framing, error and abort handling); this module only
-knows the Responses wire shapes.
+Request building, event mapping and the reasoning rules follow pi 1.6.0. The request goes
+through the shared pipeline of :mod:`._http` (keys, headers, hooks, retries, SSE framing,
+error and abort handling); this module only knows the Responses wire shapes.
 """
 
 from __future__ import annotations

@@ -2,11 +2,10 @@
 out of what httpx logs.
 
 :func:`send_with_retries` sends one provider request and returns the open streaming
-response, retrying connection errors and retryable statuses as upstream does (reference
-``upstream-ai.md`` §5.3). It never follows a redirect, whatever the client's setting, so
-no credential header reaches another origin, and it redacts error bodies before the API's
-formatter sees (and may cut) them. Attempts and retries are logged to
-``trio_agent.models``.
+response, retrying connection errors and retryable statuses as pi 1.6.0 does. It never
+follows a redirect, whatever the client's setting, so no credential header reaches another
+origin, and it redacts error bodies before the API's formatter sees (and may cut) them.
+Attempts and retries are logged to ``trio_agent.models``.
 
 httpx logs every request's URL at INFO. A filter on the ``httpx`` logger, installed when
 this module is imported, shows those URLs without credentials (:func:`redact_url`), also
@@ -79,7 +78,7 @@ def error_text(exc: BaseException) -> str:
 
 
 def connection_error_message(exc: BaseException) -> str:
-    """``Connection error.: <cause>`` with the deepest cause's message (reference §5.4).
+    """``Connection error.: <cause>`` with the deepest cause's message.
 
     Timeouts read ``Request timed out.``.
     """
@@ -143,7 +142,7 @@ _install_httpx_log_filter()
 
 
 # ---------------------------------------------------------------------------------------
-# Request phase with retries (reference §5.3)
+# Request phase with retries
 
 
 def _is_retryable(status: int | None, headers: Mapping[str, str]) -> bool:

@@ -1,4 +1,4 @@
-"""Transcript preparation shared by the built-in providers (reference ``upstream-ai.md`` §6.0).
+"""Transcript preparation shared by the built-in providers.
 
 :func:`transform_messages` runs before a provider converts the transcript to its wire
 format: it makes images safe for text-only models, strips another model's opaque replay
@@ -144,7 +144,7 @@ def transform_messages(
 ) -> list[Message]:
     """Prepare a transcript for ``model``'s provider. The input is not modified.
 
-    Rules, in order (reference §6.0):
+    Rules, in order:
 
     1. absent (``None``) content becomes ``[]``;
     2. for a model without ``"image"`` input, each run of images in a user message or tool
