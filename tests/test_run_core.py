@@ -683,3 +683,34 @@ async def test_run_failures_and_aborts_are_logged(caplog: pytest.LogCaptureFixtu
         ("WARNING", "run failed: RuntimeError: listener failed"),
         ("DEBUG", "run aborted (reason: 'enough')"),
     ]
+
+
+# ---------------------------------------------------------------------------------------
+# F7 on the faux provider: arguments nested too deep become an invalid-arguments result
+
+
+async def test_faux_tool_arguments_nested_too_deep_become_an_invalid_arguments_result(
+    tmp_path: Any,
+) -> None:
+    from trio_agent.serialization import dump_transcript, load_transcript
+
+    deep: dict[str, Any] = {}
+    for _ in range(500):
+        deep = {"a": deep}
+    agent, _ = make_agent(
+        [
+            faux_assistant_message([faux_tool_call("done", deep, id="a")], stop_reason="toolUse"),
+            faux_assistant_message("ok"),
+        ],
+        [make_tool("done", _done)],
+    )
+    await agent.prompt("go")
+    result = agent.state.messages[-2]
+    assert isinstance(result, ToolResultMessage)
+    assert result.is_error is True
+    assert content_text(result.content) == (
+        'Invalid arguments for tool "done": JSON nested too deeply (more than 100 levels)'
+    )
+    path = tmp_path / "deep.jsonl"
+    dump_transcript(path, agent.state.messages)
+    assert load_transcript(path) == agent.state.messages

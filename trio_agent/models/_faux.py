@@ -29,6 +29,8 @@ import trio
 
 from .._abort import AbortSignal, open_abort_scope
 from .._events import AssistantMessageEvent
+from .._jsjson import MAX_ARGUMENTS_DEPTH, depth_exceeds
+from .._json_stream import TOO_DEEP
 from .._messages import (
     AssistantContent,
     AssistantMessage,
@@ -418,8 +420,18 @@ class FauxProvider:
                     "faux response factory returned "
                     f"{type(message).__name__}, not an AssistantMessage"
                 )
-        # Deep copy so the script can be reused and streamed arguments never alias it.
-        content = copy.deepcopy(message.content)
+        # Arguments nested too deep for a transcript arrive as a real provider's do: empty,
+        # with the problem for the tool result. Then a deep copy, so the script can be
+        # reused and streamed arguments never alias it.
+        content = copy.deepcopy(
+            [
+                attrs.evolve(block, arguments={}, arguments_error=TOO_DEEP)
+                if isinstance(block, ToolCall)
+                and depth_exceeds(block.arguments, MAX_ARGUMENTS_DEPTH)
+                else block
+                for block in message.content
+            ]
+        )
         return attrs.evolve(
             message,
             content=content,
