@@ -160,8 +160,8 @@ def test_the_pages_with_examples() -> None:
     ("page", "runnable", "with_output"),
     [
         ("docs/guide.md", 11, 10),
-        ("docs/agent.md", 14, 14),
-        ("docs/zh/agent.md", 14, 14),
+        ("docs/agent.md", 16, 16),
+        ("docs/zh/agent.md", 16, 16),
         ("docs/index.md", 1, 1),
         ("docs/otel.md", 3, 3),
         ("README.md", 1, 1),
