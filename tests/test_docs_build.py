@@ -128,7 +128,7 @@ def test_every_attrs_field_is_described(api_html: str) -> None:
 
 @pytest.mark.parametrize(
     ("page", "label", "count"),
-    [("guide.html", "Output", 10), ("agent.html", "Output", 14), ("zh/agent.html", "输出", 14)],
+    [("guide.html", "Output", 10), ("agent.html", "Output", 16), ("zh/agent.html", "输出", 16)],
 )
 def test_output_blocks_are_labelled(site: Path, page: str, label: str, count: int) -> None:
     text = (site / page).read_text(encoding="utf-8")
