@@ -85,6 +85,7 @@ __all__ = [
 ]
 
 logger = logging.getLogger("trio_agent.loop")
+logger.addHandler(logging.NullHandler())  # silent until the application configures logging
 
 REQUEST_ABORTED = "Request was aborted"
 OPERATION_ABORTED = "Operation aborted"
