@@ -100,8 +100,15 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"Invalid JSON value: {name}")
 
 
+# One decoder for every call: ``json.loads`` with arguments builds a new one each time, a
+# cost paid per streamed event.
+_STRICT_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
 def _strict_loads(text: str) -> Any:
-    return json.loads(text, parse_constant=_reject_constant)
+    if text.startswith("\ufeff"):  # what json.loads checks before decoding
+        raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+    return _STRICT_DECODER.decode(text)
 
 
 def parse_json_with_repair(text: str) -> Any:
