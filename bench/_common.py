@@ -225,12 +225,16 @@ async def direct_dispatch(
     one). The shape of the agent's dispatch: the run's own task calls its listeners."""
     start = time.perf_counter()
     async for event in replay(events):
-        if awaiting:
-            with trio.CancelScope(shield=True):
-                await listener(event)  # type: ignore[misc]  # an async listener here
-        else:
-            listener(event)
+        await _hand_over(listener, event, awaiting)
     return time.perf_counter() - start
+
+
+async def _hand_over(listener: Callable[[object], object], event: object, awaiting: bool) -> None:
+    if awaiting:
+        with trio.CancelScope(shield=True):
+            await listener(event)  # type: ignore[misc]  # an async listener here
+    else:
+        listener(event)
 
 
 async def tool_turns(
@@ -250,11 +254,7 @@ async def tool_turns(
             nursery.start_soon(tool)
             await receive.receive()
         for event in range(events_per_turn):
-            if awaiting:
-                with trio.CancelScope(shield=True):
-                    await listener(event)  # type: ignore[misc]  # an async listener here
-            else:
-                listener(event)
+            await _hand_over(listener, event, awaiting)
     return time.perf_counter() - start
 
 

@@ -73,24 +73,24 @@ def _agent() -> Agent:
     return Agent(AgentInitialState(model=MODEL, tools=[TOOL]), stream_fn=stream_fn)
 
 
-async def _soak(runs: int, fresh: bool) -> tuple[float, float]:
-    agent = _agent()
-    for index in range(1_000):  # warm-up
-        if fresh:
-            agent = _agent()
-        elif index % 100 == 0:
-            agent.reset()
-        await agent.prompt("go")
-    gc.collect()
-    rss0 = current_rss_bytes()
-    tracemalloc.start()
-    traced0 = tracemalloc.get_traced_memory()[0]
+async def _prompts(agent: Agent, runs: int, fresh: bool) -> Agent:
+    """``runs`` prompts: each on a fresh agent, or on ``agent`` reset every 100."""
     for index in range(runs):
         if fresh:
             agent = _agent()
         elif index % 100 == 0:
             agent.reset()
         await agent.prompt("go")
+    return agent
+
+
+async def _soak(runs: int, fresh: bool) -> tuple[float, float]:
+    agent = await _prompts(_agent(), 1_000, fresh)  # warm-up
+    gc.collect()
+    rss0 = current_rss_bytes()
+    tracemalloc.start()
+    traced0 = tracemalloc.get_traced_memory()[0]
+    await _prompts(agent, runs, fresh)
     gc.collect()
     traced = tracemalloc.get_traced_memory()[0] - traced0
     tracemalloc.stop()
