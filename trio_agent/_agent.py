@@ -102,10 +102,16 @@ class AgentInitialState:
     """
 
     system_prompt: str | None = None
+    """The base system prompt; ``None`` means none."""
     model: Model | None = None
+    """The model of the agent's runs; ``None`` leaves a placeholder (id ``"unknown"``) to
+    replace through ``agent.state.model`` before the first run."""
     thinking_level: ThinkingLevel = "off"
+    """The requested reasoning effort of the runs (default ``"off"``)."""
     tools: Sequence[AgentTool] | None = None
+    """The tools the agent can run, with distinct names; ``None`` means none."""
     messages: Sequence[AgentMessage] | None = None
+    """The transcript to start from (copied); ``None`` starts empty."""
 
 
 class AgentState:

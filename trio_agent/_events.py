@@ -52,6 +52,7 @@ class StartEvent:
     """First event of a successful stream."""
 
     partial: AssistantMessage
+    """Snapshot of the assistant message so far."""
     type: Literal["start"] = "start"
 
 
@@ -60,7 +61,9 @@ class TextStartEvent:
     """A text block opened at ``content_index``."""
 
     content_index: int
+    """Index of the new block in ``partial.content``."""
     partial: AssistantMessage
+    """Snapshot of the assistant message so far."""
     type: Literal["text_start"] = "text_start"
 
 
@@ -69,8 +72,12 @@ class TextDeltaEvent:
     """More text for the block at ``content_index``."""
 
     content_index: int
+    """Index of the block in ``partial.content``."""
     delta: str
+    """The text appended to the block."""
     partial: AssistantMessage
+    """Snapshot of the assistant message so far (past 65,536 characters a block's snapshot
+    may lag behind its deltas)."""
     type: Literal["text_delta"] = "text_delta"
 
 
@@ -79,8 +86,11 @@ class TextEndEvent:
     """The text block at ``content_index`` is complete; ``content`` is its full text."""
 
     content_index: int
+    """Index of the block in ``partial.content``."""
     content: str
+    """The block's complete text."""
     partial: AssistantMessage
+    """Snapshot of the assistant message with the block complete."""
     type: Literal["text_end"] = "text_end"
 
 
@@ -89,7 +99,9 @@ class ThinkingStartEvent:
     """A thinking block opened at ``content_index``."""
 
     content_index: int
+    """Index of the new block in ``partial.content``."""
     partial: AssistantMessage
+    """Snapshot of the assistant message so far."""
     type: Literal["thinking_start"] = "thinking_start"
 
 
@@ -98,8 +110,12 @@ class ThinkingDeltaEvent:
     """More reasoning text for the block at ``content_index``."""
 
     content_index: int
+    """Index of the block in ``partial.content``."""
     delta: str
+    """The reasoning text appended to the block."""
     partial: AssistantMessage
+    """Snapshot of the assistant message so far (past 65,536 characters a block's snapshot
+    may lag behind its deltas)."""
     type: Literal["thinking_delta"] = "thinking_delta"
 
 
@@ -108,8 +124,11 @@ class ThinkingEndEvent:
     """The thinking block at ``content_index`` is complete."""
 
     content_index: int
+    """Index of the block in ``partial.content``."""
     content: str
+    """The block's complete reasoning text."""
     partial: AssistantMessage
+    """Snapshot of the assistant message with the block complete."""
     type: Literal["thinking_end"] = "thinking_end"
 
 
@@ -118,7 +137,9 @@ class ToolCallStartEvent:
     """A tool-call block opened at ``content_index``."""
 
     content_index: int
+    """Index of the new block in ``partial.content``."""
     partial: AssistantMessage
+    """Snapshot of the assistant message so far."""
     type: Literal["toolcall_start"] = "toolcall_start"
 
 
@@ -127,8 +148,12 @@ class ToolCallDeltaEvent:
     """A piece of the raw JSON argument text of the tool call at ``content_index``."""
 
     content_index: int
+    """Index of the block in ``partial.content``."""
     delta: str
+    """The next piece of the raw JSON argument text."""
     partial: AssistantMessage
+    """Snapshot of the assistant message so far (past 65,536 characters a block's snapshot
+    may lag behind its deltas)."""
     type: Literal["toolcall_delta"] = "toolcall_delta"
 
 
@@ -137,8 +162,11 @@ class ToolCallEndEvent:
     """The tool call at ``content_index`` is complete and parsed."""
 
     content_index: int
+    """Index of the block in ``partial.content``."""
     tool_call: ToolCall
+    """The complete tool call with its parsed arguments."""
     partial: AssistantMessage
+    """Snapshot of the assistant message with the block complete."""
     type: Literal["toolcall_end"] = "toolcall_end"
 
 
@@ -147,7 +175,10 @@ class DoneEvent:
     """Terminal event of a successful stream; ``message`` is the final message."""
 
     reason: Literal["stop", "length", "toolUse"]
+    """Why the response ended: ``"stop"``, ``"length"`` (output token limit) or
+    ``"toolUse"``; the message's ``stop_reason``."""
     message: AssistantMessage
+    """The final assistant message."""
     type: Literal["done"] = "done"
 
 
@@ -157,7 +188,9 @@ class ErrorEvent:
     ``stop_reason`` equal to ``reason`` and ``error_message`` set."""
 
     reason: Literal["error", "aborted"]
+    """``"aborted"`` when the request was aborted, else ``"error"``."""
     error: AssistantMessage
+    """The final assistant message of the failed or aborted response."""
     type: Literal["error"] = "error"
 
 
@@ -199,6 +232,7 @@ class AgentEndEvent:
     """
 
     messages: list[AgentMessage]
+    """The messages the run delivered, in order."""
     type: Literal["agent_end"] = "agent_end"
 
 
@@ -218,7 +252,9 @@ class TurnEndEvent:
     """
 
     message: AgentMessage
+    """The assistant message that ended the turn."""
     tool_results: list[ToolResultMessage]
+    """The turn's tool-result messages, in source order."""
     type: Literal["turn_end"] = "turn_end"
 
 
@@ -227,6 +263,7 @@ class MessageStartEvent:
     """A message enters the transcript (system, user, assistant, tool result or custom)."""
 
     message: AgentMessage
+    """The message; for a streamed assistant response, its first snapshot."""
     type: Literal["message_start"] = "message_start"
 
 
@@ -235,7 +272,9 @@ class MessageUpdateEvent:
     """An assistant message streams; ``message`` is a snapshot of the partial."""
 
     message: AgentMessage
+    """Snapshot of the assistant message so far."""
     assistant_message_event: AssistantMessageEvent
+    """The stream event that caused this update (e.g. a ``text_delta``)."""
     type: Literal["message_update"] = "message_update"
 
 
@@ -244,6 +283,7 @@ class MessageEndEvent:
     """A message is complete and committed to the transcript."""
 
     message: AgentMessage
+    """The complete message, as committed to the transcript."""
     type: Literal["message_end"] = "message_end"
 
 
@@ -252,8 +292,11 @@ class ToolExecutionStartEvent:
     """A tool call is about to be prepared and run; ``args`` are the raw call arguments."""
 
     tool_call_id: str
+    """The ``id`` of the tool call."""
     tool_name: str
+    """The tool name the model called."""
     args: dict[str, Any]
+    """The arguments as the model sent them (before preparation and validation)."""
     type: Literal["tool_execution_start"] = "tool_execution_start"
 
 
@@ -262,9 +305,13 @@ class ToolExecutionUpdateEvent:
     """A running tool reported progress through ``on_update``."""
 
     tool_call_id: str
+    """The ``id`` of the tool call."""
     tool_name: str
+    """The tool name the model called."""
     args: dict[str, Any]
+    """The arguments as the model sent them (before preparation and validation)."""
     partial_result: AgentToolResult
+    """The progress result the tool passed to ``on_update``."""
     type: Literal["tool_execution_update"] = "tool_execution_update"
 
 
@@ -274,10 +321,15 @@ class ToolExecutionEndEvent:
     ``None`` when the tool never ran."""
 
     tool_call_id: str
+    """The ``id`` of the tool call."""
     tool_name: str
+    """The tool name the model called."""
     result: AgentToolResult
+    """The final result (after ``after_tool_call``), or the error result the loop made."""
     is_error: bool
+    """Whether the model sees the result as an error."""
     duration_ms: int | None = None
+    """Milliseconds ``execute()`` took on Trio's clock; ``None`` when the tool never ran."""
     type: Literal["tool_execution_end"] = "tool_execution_end"
 
 

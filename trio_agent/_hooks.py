@@ -43,7 +43,10 @@ class AgentContext:
     and the tools that can actually run."""
 
     messages: list[AgentMessage]
+    """The transcript; its system messages carry the prompt and the tool declarations."""
     tools: list[AgentTool] = attrs.field(factory=list)
+    """The tools that can run; before each request the loop declares changes to this set in
+    a system message."""
 
 
 @attrs.frozen(kw_only=True)
@@ -65,6 +68,7 @@ class BeforeToolCallResult:
     """Return value of ``before_tool_call``; ``block=True`` prevents execution."""
 
     block: bool = False
+    """``True`` prevents execution: the call gets an error result with ``reason`` instead."""
     reason: str | None = None
     """Text of the error result (default ``"Tool execution was blocked"``)."""
     terminate: bool | None = None
@@ -76,11 +80,17 @@ class AfterToolCallContext:
     """Argument of ``after_tool_call``: an executed call and its result."""
 
     assistant_message: AssistantMessage
+    """The message that requested the call."""
     tool_call: ToolCall
+    """The raw call from that message."""
     args: dict[str, Any]
+    """The validated arguments the tool ran with."""
     result: AgentToolResult
+    """What ``execute()`` returned, or the error result made from the exception it raised."""
     is_error: bool
+    """Whether the result counts as an error (the tool raised, or its result set ``is_error``)."""
     context: AgentContext
+    """The loop's current working context."""
 
 
 @attrs.frozen(kw_only=True)
@@ -92,11 +102,17 @@ class AfterToolCallResult:
     """
 
     content: list[Any] | None = None
+    """Replaces the content blocks the model sees."""
     details: Any = None
+    """Replaces ``details`` (data for logs and UIs, never sent to the model)."""
     structured_content: Any = None
+    """Replaces ``structured_content``."""
     is_error: bool | None = None
+    """Replaces the error flag: whether the model sees the result as an error."""
     usage: Usage | None = None
+    """Replaces ``usage`` (the tool's own model calls)."""
     terminate: bool | None = None
+    """Replaces ``terminate``: stop after this batch when every result of the batch sets it."""
 
 
 @attrs.frozen(kw_only=True)
@@ -126,6 +142,7 @@ class AgentTurnDecision:
     ``"continue"`` asks for one more request even when nothing else schedules one."""
 
     action: Literal["end", "continue"]
+    """``"end"`` stops the run after ``turn_end``; ``"continue"`` asks for one more request."""
 
 
 @attrs.frozen(kw_only=True)
@@ -137,6 +154,7 @@ class AgentLoopTurnUpdate:
     messages: list[AgentMessage] | None = None
     """Appended (with message events) before the next request."""
     model: Model | None = None
+    """Replaces the model from the next request on."""
     thinking_level: ThinkingLevel | None = None
     """``"off"`` clears reasoning."""
 
@@ -146,7 +164,9 @@ class PrepareRequestContext:
     """Argument of ``prepare_request``, called before every provider request."""
 
     context: AgentContext
+    """The loop's current working context."""
     model: Model
+    """The model the request will use."""
     thinking_level: ThinkingLevel
     """``"off"`` when reasoning is disabled."""
 
@@ -156,5 +176,8 @@ class AgentRequestUpdate:
     """Return value of ``prepare_request``; replacements last for the rest of the run."""
 
     context: AgentContext | None = None
+    """Replaces the working context."""
     model: Model | None = None
+    """Replaces the model."""
     thinking_level: ThinkingLevel | None = None
+    """Replaces the thinking level; ``"off"`` disables reasoning."""

@@ -169,6 +169,7 @@ class AgentLoopConfig:
     """
 
     model: Model
+    """The initial model; ``prepare_request`` and ``prepare_next_turn`` may replace it."""
     stream_options: StreamOptions = attrs.field(factory=StreamOptions)
     """The options of every request: the loop fills in ``signal``, the thinking level of
     the turn as ``reasoning`` (``"off"`` when off) and the key from ``get_api_key``, and
@@ -194,8 +195,15 @@ class AgentLoopConfig:
     get_follow_up_messages: Callable[[], Any] | None = None
     """``() -> list[AgentMessage]``: polled when the run would otherwise stop."""
     tool_execution: Literal["sequential", "parallel"] = "parallel"
+    """How a turn's tool calls run: concurrently (``"parallel"``, the default) or one after
+    another (``"sequential"``). A tool whose ``execution_mode`` is ``"sequential"`` makes
+    its whole batch sequential."""
     before_tool_call: BeforeToolCallHook | None = None
+    """Called for each validated call before it runs; may block it (see
+    :data:`~trio_agent.loop.BeforeToolCallHook`)."""
     after_tool_call: AfterToolCallHook | None = None
+    """Called for each call that ran; may override fields of its result (see
+    :data:`~trio_agent.loop.AfterToolCallHook`)."""
 
 
 class _Run:

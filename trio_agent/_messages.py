@@ -227,10 +227,15 @@ class Cost:
     """Cost of one response in USD."""
 
     input: float = 0.0
+    """USD for the input tokens."""
     output: float = 0.0
+    """USD for the output tokens."""
     cache_read: float = 0.0
+    """USD for the tokens read from the prompt cache."""
     cache_write: float = 0.0
+    """USD for the tokens written to the prompt cache."""
     total: float = 0.0
+    """Total USD: the sum of the four, or the billed total the provider reports (OpenRouter)."""
     wire_extras: WireExtras | None = attrs.field(default=None, eq=False, repr=False)
     """Unmodelled keys and key order of a loaded object
     (see :class:`~trio_agent.serialization.WireExtras`)."""
@@ -242,12 +247,19 @@ class Usage:
     ``output``."""
 
     input: int = 0
+    """Input tokens, not counting cache reads and writes."""
     output: int = 0
+    """Output tokens, reasoning included."""
     cache_read: int = 0
+    """Input tokens read from the prompt cache."""
     cache_write: int = 0
+    """Input tokens written to the prompt cache."""
     total_tokens: int = 0
+    """The provider's total if reported, else ``input + output + cache_read + cache_write``."""
     reasoning: int | None = None
+    """Reasoning tokens, already counted in ``output``; ``None`` when not reported."""
     cost: Cost = attrs.field(factory=Cost)
+    """The cost of these tokens in USD."""
     wire_extras: WireExtras | None = attrs.field(default=None, eq=False, repr=False)
     """Unmodelled keys and key order of a loaded object
     (see :class:`~trio_agent.serialization.WireExtras`)."""
@@ -258,9 +270,13 @@ class ModelCost:
     """Prices in USD per million tokens."""
 
     input: float = 0.0
+    """USD per million input tokens."""
     output: float = 0.0
+    """USD per million output tokens."""
     cache_read: float = 0.0
+    """USD per million tokens read from the prompt cache."""
     cache_write: float = 0.0
+    """USD per million tokens written to the prompt cache."""
 
 
 @attrs.frozen(kw_only=True)
@@ -301,7 +317,9 @@ class ToolDeclaration:
     """What the model sees of a tool: name, description and JSON-Schema parameters."""
 
     name: str
+    """The name the model calls the tool by."""
     description: str
+    """Tells the model what the tool does and when to use it."""
     parameters: dict[str, Any]
     """JSON Schema of the arguments (root ``type: "object"``)."""
     constrained_sampling: Any = None
@@ -313,6 +331,7 @@ class ToolReference:
     """Names a tool, e.g. one that stops being available."""
 
     name: str
+    """The tool's name."""
 
 
 # ---------------------------------------------------------------------------------------
@@ -329,10 +348,16 @@ class SystemMessage:
     """
 
     content: str | list[TextContent] = ""
+    """The base prompt on the leading message; on a later one, instructions added from there on."""
     sections: dict[str, str | None] | None = None
+    """Named prompt sections rendered in order after ``content``; a later message replaces
+    one by name, and ``None`` removes it."""
     tools_added: list[ToolDeclaration] | None = None
+    """Complete declarations of the tools that become available here."""
     tools_removed: list[ToolReference] | None = None
+    """The tools that stop being available here."""
     timestamp: int = attrs.field(factory=now_ms)
+    """Creation time in Unix milliseconds (``0`` for a leading message from a system prompt)."""
     role: Literal["system"] = "system"
     wire_extras: WireExtras | None = attrs.field(default=None, eq=False, repr=False)
     """Unmodelled keys and key order of a loaded object
@@ -344,7 +369,9 @@ class UserMessage:
     """Input from the user."""
 
     content: str | list[UserContent]
+    """The text, or a list of text and image blocks."""
     timestamp: int = attrs.field(factory=now_ms)
+    """Creation time in Unix milliseconds."""
     role: Literal["user"] = "user"
     wire_extras: WireExtras | None = attrs.field(default=None, eq=False, repr=False)
     """Unmodelled keys and key order of a loaded object
@@ -356,21 +383,31 @@ class AssistantMessage:
     """One response of the model (final, or a partial snapshot while it streams)."""
 
     content: list[AssistantContent]
+    """Text, thinking and tool-call blocks, in the order the model produced them."""
     api: str
+    """The wire API that produced the response, e.g. ``"anthropic-messages"``."""
     provider: str
+    """The provider id, e.g. ``"openai"``."""
     model: str
     """The requested model id."""
     usage: Usage = attrs.field(factory=Usage)
+    """Token usage and cost of the response."""
     stop_reason: StopReason = "stop"
+    """Why the response ended (``"toolUse"`` when it asks for tools to run); ``"pending"``
+    while it streams."""
     error_message: str | None = None
     """Set when ``stop_reason`` is ``"error"`` or ``"aborted"``."""
     response_id: str | None = None
+    """The provider's id of the response, when it reports one."""
     response_model: str | None = None
     """The model the provider reported, when different."""
     thinking_level: ThinkingLevel | None = None
     """The level the agent loop requested (stamped on the final message)."""
     duration_ms: int | None = None
+    """Milliseconds on Trio's clock from the start of the stream to the final message;
+    ``None`` on partial messages and when the stream function does not measure it."""
     timestamp: int = attrs.field(factory=now_ms)
+    """When the request started, in Unix milliseconds."""
     role: Literal["assistant"] = "assistant"
     wire_extras: WireExtras | None = attrs.field(default=None, eq=False, repr=False)
     """Unmodelled keys and key order of a loaded object
@@ -382,15 +419,21 @@ class ToolResultMessage:
     """The result of one tool call, sent back to the model."""
 
     tool_call_id: str
+    """The ``id`` of the tool call this message answers."""
     tool_name: str
+    """The name of the tool that was called."""
     content: list[ToolResultContent]
+    """Text and image blocks the model sees as the result."""
     details: Any = None
     """Tool-specific data for logs and UIs; never sent to the model."""
     usage: Usage | None = None
     """Usage of the tool's own model calls, if any."""
     is_error: bool = False
+    """Whether the model sees the result as an error."""
     duration_ms: int | None = None
+    """Milliseconds ``execute()`` took on Trio's clock; ``None`` when the tool never ran."""
     timestamp: int = attrs.field(factory=now_ms)
+    """Creation time in Unix milliseconds."""
     role: Literal["toolResult"] = "toolResult"
     wire_extras: WireExtras | None = attrs.field(default=None, eq=False, repr=False)
     """Unmodelled keys and key order of a loaded object

@@ -44,6 +44,7 @@ class LlmContext:
     """
 
     messages: list[Message]
+    """The request's messages; its system messages carry the prompt and the tool declarations."""
 
 
 @attrs.frozen(kw_only=True)
@@ -51,7 +52,9 @@ class ProviderResponse:
     """What ``on_response`` receives once the HTTP response headers arrived."""
 
     status: int
+    """The HTTP status code."""
     headers: Mapping[str, str]
+    """The response headers, with lower-case names."""
 
 
 @attrs.frozen(kw_only=True)
@@ -67,6 +70,8 @@ class StreamOptions:
     session_id: str | None = None
     """Prompt-cache / session-affinity key."""
     transport: Transport | None = None
+    """Transport preference for stream functions that offer a choice; the built-in providers
+    stream over SSE and ignore it."""
     thinking_budgets: dict[str, int] | None = None
     """Token budgets per thinking level for budget-based APIs."""
     max_retry_delay_ms: int | None = None
@@ -75,7 +80,9 @@ class StreamOptions:
     max_retries: int | None = None
     """Retries of the request phase (default 0)."""
     max_tokens: int | None = None
+    """Output token limit of the request; ``None`` uses the model's ``max_tokens``."""
     temperature: float | None = None
+    """Sampling temperature; ``None`` leaves the provider's default."""
     headers: Mapping[str, str | None] | None = None
     """Extra headers, merged last; ``None`` deletes a default header."""
     on_payload: Callable[[dict[str, Any], Model], Any] | None = None

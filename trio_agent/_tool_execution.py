@@ -92,7 +92,10 @@ class AgentToolCallOutcome:
     """The outcome of one tool call after its hooks (what :func:`run_tool_call` returns)."""
 
     tool_call: ToolCall
+    """The call, as the model sent it."""
     result: AgentToolResult
+    """The final result (after ``after_tool_call``), or the error result the loop made
+    (unknown tool, invalid arguments, blocked, failed or aborted)."""
     is_error: bool
     """Whether the model sees the result as an error (``after_tool_call`` may change it)."""
     duration_ms: int | None = None

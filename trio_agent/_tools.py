@@ -100,9 +100,11 @@ class AgentTool:
     """
 
     name: str = attrs.field(validator=_check_name)
+    """The name the model calls the tool by; distinct within a tool set."""
     label: str
     """Human-readable name for UIs and logs."""
     description: str
+    """Tells the model what the tool does and when to use it."""
     parameters: dict[str, Any] = attrs.field(validator=_check_parameters)
     """JSON Schema of the arguments (root ``type: "object"``)."""
     execute: ToolExecute = attrs.field(validator=_check_execute)
