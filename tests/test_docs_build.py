@@ -31,13 +31,6 @@ MODULES: list[types.ModuleType] = [
     trio_agent.testing,
 ]
 
-# Fields whose docstring is still to be written in the source (one name a line). A field
-# missing from that list and without a docstring fails test_every_attrs_field_is_described;
-# remove names as their docstrings are written.
-UNDOCUMENTED_FIELDS = frozenset(
-    (Path(__file__).parent / "undocumented_fields.txt").read_text(encoding="utf-8").split()
-)
-
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -123,7 +116,7 @@ def test_every_attrs_field_is_described(api_html: str) -> None:
                 continue
             if not rendered.get(f"{owner}.{field.name}"):
                 missing.append(f"{owner}.{field.name}")
-    assert sorted(set(missing) - UNDOCUMENTED_FIELDS) == []
+    assert sorted(missing) == []
 
 
 @pytest.mark.parametrize(
