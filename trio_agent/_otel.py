@@ -4,10 +4,11 @@ conventions.
 
 One run becomes an ``invoke_agent`` span; each turn a ``turn`` span inside it; each model
 request a ``chat {model}`` span and each tool call an ``execute_tool {name}`` span inside
-the turn. The listener runs in the agent's one dispatcher task, so spans are linked to
-their parents explicitly (never through the implicit current context): parallel tool calls
-get sibling spans under their turn. Only the run span's parent comes from the current
-context, the one of the task that called ``prompt()`` (its tasks inherit it).
+the turn. Listeners run one at a time in the run's own task (the one that called
+``prompt()``), also for the events of parallel tools, so spans are linked to their parents
+explicitly (never through the implicit current context): parallel tool calls get sibling
+spans under their turn. Only the run span's parent comes from the current context, the one
+of the task that called ``prompt()``.
 
 The event grammar closes every turn, message and tool execution, also on abort, failure
 and cancellation; ``agent_end`` still ends any span left open.
