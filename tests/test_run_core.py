@@ -336,40 +336,60 @@ async def test_a_memory_channel_is_a_sink() -> None:
     assert types[0] == "agent_start" and types[-1] == "agent_end"
 
 
-async def test_events_whose_listeners_do_not_await_cost_no_checkpoint() -> None:
-    """A sync sink is called without a checkpoint between the run's events (no cancel
-    scope, no task switch): another task never runs between two message_update events."""
-    faux = FauxProvider([faux_assistant_message("x" * 200)])
-    interleaved: list[str] = []
-    last = ""
+@pytest.mark.parametrize("through_agent", [False, True])
+async def test_events_whose_listeners_do_not_await_cost_no_checkpoint(
+    through_agent: bool,
+) -> None:
+    """With a stream that has its events ready (it never checkpoints) and listeners that
+    do not await, the whole response is handed over without a checkpoint: no other task
+    runs between its first and last event (no cancel scope, no task switch per event)."""
+    faux = FauxProvider([faux_assistant_message("x" * 200)], token_size=(1, 1))
+    partials: list[Any] = []
 
-    def emit(event: AgentEvent) -> None:
-        nonlocal last
-        if event.type == "message_update" and last == "message_update" and ticks:
-            interleaved.append("tick")
-        ticks.clear()
-        last = event.type
+    async def collect() -> None:
+        async for event in faux.stream_fn(
+            faux.get_model(), LlmContext(messages=[]), StreamOptions()
+        ):
+            partials.append(event)
 
-    ticks: list[int] = []
+    await collect()
+
+    async def ready(model: Model, context: LlmContext, options: StreamOptions) -> Any:
+        for event in partials:
+            yield event
+
+    seen: list[tuple[str, int]] = []
+    ticks = 0
+
+    def listener(event: AgentEvent) -> None:
+        seen.append((event.type, ticks))
 
     async def ticker() -> None:
+        nonlocal ticks
         while True:
-            ticks.append(1)
+            ticks += 1
             await trio.lowlevel.checkpoint()
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(ticker)
-        await run_agent_loop(
-            [UserMessage(content="go")],
-            AgentContext(messages=[]),
-            AgentLoopConfig(model=faux.get_model()),
-            emit,
-            stream_fn=faux.stream_fn,
-        )
+        await trio.lowlevel.checkpoint()  # the ticker is running
+        if through_agent:
+            agent, _ = make_agent([])
+            agent.stream_fn = ready
+            agent.subscribe(listener)
+            await agent.prompt("go")
+        else:
+            await run_agent_loop(
+                [UserMessage(content="go")],
+                AgentContext(messages=[]),
+                AgentLoopConfig(model=faux.get_model()),
+                listener,
+                stream_fn=ready,
+            )
         nursery.cancel_scope.cancel()
-    # The faux stream itself checkpoints between its events; the emit path adds nothing,
-    # so at most one tick per streamed event.
-    assert len(interleaved) <= 200
+    streamed = [tick for kind, tick in seen if kind == "message_update"]
+    assert len(streamed) > 50
+    assert len(set(streamed)) == 1
 
 
 # ---------------------------------------------------------------------------------------
