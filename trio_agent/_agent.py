@@ -25,7 +25,7 @@ from ._abort import AbortController, AbortSignal
 from ._checks import check_message, check_messages, check_tools, prompt_messages
 from ._events import AgentEvent
 from ._exceptions import AgentBusyError, AgentError, NothingToContinueError
-from ._hooks import AgentContext, AgentTurnContext
+from ._hooks import AgentContext, AgentTurnContext, PrepareRequestContext
 from ._messages import (
     AgentMessage,
     AssistantMessage,
@@ -366,17 +366,17 @@ class Agent:
         initial_state: AgentInitialState | None = None,
         stream_fn: StreamFn | None = None,
         convert_to_llm: Callable[[list[AgentMessage]], Any] = default_convert_to_llm,
-        transform_context: Callable[[list[AgentMessage], AbortSignal | None], Any] | None = None,
+        transform_context: Callable[[list[AgentMessage], AbortSignal], Any] | None = None,
         get_api_key: Callable[[str], Any] | None = None,
         on_payload: Callable[[dict[str, Any], Model], Any] | None = None,
         on_response: Callable[[ProviderResponse, Model], Any] | None = None,
         on_provider_stream_event: Callable[[Any, Model], Any] | None = None,
         before_tool_call: BeforeToolCallHook | None = None,
         after_tool_call: AfterToolCallHook | None = None,
-        finish_turn: Callable[[AgentTurnContext, AbortSignal | None], Any] | None = None,
-        prepare_request: Callable[..., Any] | None = None,
-        prepare_next_turn: Callable[[AbortSignal | None], Any] | None = None,
-        prepare_next_turn_with_context: Callable[[AgentTurnContext, AbortSignal | None], Any]
+        finish_turn: Callable[[AgentTurnContext, AbortSignal], Any] | None = None,
+        prepare_request: Callable[[PrepareRequestContext, AbortSignal], Any] | None = None,
+        prepare_next_turn: Callable[[AbortSignal], Any] | None = None,
+        prepare_next_turn_with_context: Callable[[AgentTurnContext, AbortSignal], Any]
         | None = None,
         steering_mode: QueueMode = "one-at-a-time",
         follow_up_mode: QueueMode = "one-at-a-time",
@@ -723,9 +723,9 @@ class Agent:
             def prepare_next_turn(turn: AgentTurnContext) -> Any:
                 # Both variants are read when called.
                 if self.prepare_next_turn_with_context is not None:
-                    return self.prepare_next_turn_with_context(turn, self.signal)
+                    return self.prepare_next_turn_with_context(turn, run.controller.signal)
                 if self.prepare_next_turn is not None:
-                    return self.prepare_next_turn(self.signal)
+                    return self.prepare_next_turn(run.controller.signal)
                 return None
 
         state = self._state
