@@ -52,6 +52,23 @@ def tool_call(rng: random.Random, call_id: str, delays: list[int]) -> dict:
     }
 
 
+def add_extras(scn: dict, seed: int) -> None:
+    """--extras: echo calls that return isError or terminate, an echo tool with
+    executionMode "sequential", more `count` arguments, empty replies (drawn from a second generator, so the base scenario of a
+    seed is the same with and without --extras)."""
+    rng = random.Random(seed * 7 + 3)
+    scn["echo_sequential"] = rng.random() < 0.2
+    for reply in scn["script"]:
+        for b in reply["blocks"]:
+            if b["type"] == "toolCall" and b["name"] == "echo":
+                b["soft_error"] = rng.random() < 0.2
+                b["terminate"] = rng.random() < 0.25
+            if b["type"] == "toolCall" and b["name"] == "count" and rng.random() < 0.5:
+                b["arguments"] = {"n": rng.choice(["", "0x10", "1e3", True, None, [5], "-3", {"a": 1}])}
+        if rng.random() < 0.05:  # an empty reply
+            reply["blocks"] = []
+
+
 def scenario(seed: int, ties: bool) -> dict:
     rng = random.Random(seed)
     script = []
@@ -99,9 +116,14 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--count", type=int, default=300)
     ap.add_argument("--ties", action="store_true", help="allow equal tool delays in a batch")
+    ap.add_argument("--extras", action="store_true", help="isError/terminate results, sequential tool")
     a = ap.parse_args()
     for i in range(a.count):
-        print(json.dumps(scenario(a.seed * 1_000_000 + i, a.ties), ensure_ascii=False))
+        seed = a.seed * 1_000_000 + i
+        scn = scenario(seed, a.ties)
+        if a.extras:
+            add_extras(scn, seed)
+        print(json.dumps(scn, ensure_ascii=False))
 
 
 if __name__ == "__main__":

@@ -119,9 +119,14 @@ function makeTools(scn) {
 			label: "echo",
 			description: "echo",
 			parameters: { type: "object", properties: { msg: { type: "string" } } },
+			...(scn.echo_sequential ? { executionMode: "sequential" } : {}),
 			execute: async (id, params, _signal, onUpdate) => {
 				await run(id, onUpdate);
-				return { content: [{ type: "text", text: `echo ${JSON.stringify(params)}` }], details: {} };
+				const s = spec(id);
+				const result = { content: [{ type: "text", text: `echo ${JSON.stringify(params)}` }], details: {} };
+				if (s.soft_error) result.isError = true;
+				if (s.terminate) result.terminate = true;
+				return result;
 			},
 		},
 		{

@@ -92,7 +92,10 @@ def make_tools(scn):
 
     async def echo(tool_call_id, params, signal=None, on_update=None):
         await run(tool_call_id, on_update)
-        return ta.AgentToolResult(content=[ta.TextContent(text=f"echo {js(params)}")], details={})
+        s = calls.get(tool_call_id, {})
+        return ta.AgentToolResult(content=[ta.TextContent(text=f"echo {js(params)}")], details={},
+                                  is_error=True if s.get("soft_error") else None,
+                                  terminate=True if s.get("terminate") else None)
 
     async def fail(tool_call_id, params, signal=None, on_update=None):
         await run(tool_call_id, on_update)
@@ -104,7 +107,8 @@ def make_tools(scn):
 
     msg_schema = {"type": "object", "properties": {"msg": {"type": "string"}}}
     return [
-        ta.AgentTool(name="echo", label="echo", description="echo", parameters=msg_schema, execute=echo),
+        ta.AgentTool(name="echo", label="echo", description="echo", parameters=msg_schema, execute=echo,
+                     execution_mode="sequential" if scn.get("echo_sequential") else None),
         ta.AgentTool(name="fail", label="fail", description="fail", parameters=msg_schema, execute=fail),
         ta.AgentTool(name="count", label="count", description="count",
                      parameters={"type": "object", "properties": {"n": {"type": "number"}},
