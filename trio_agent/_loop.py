@@ -64,6 +64,7 @@ from ._streaming import (
     iterate_stream,
 )
 from ._tool_execution import (
+    OPERATION_ABORTED,
     AfterToolCallHook,
     BeforeToolCallHook,
     Children,
@@ -88,7 +89,6 @@ logger = logging.getLogger("trio_agent.loop")
 logger.addHandler(logging.NullHandler())  # silent until the application configures logging
 
 REQUEST_ABORTED = "Request was aborted"
-OPERATION_ABORTED = "Operation aborted"
 _LLM_TYPES = (SystemMessage, UserMessage, AssistantMessage, ToolResultMessage)
 
 CLOSING_GRACE_SECONDS = 2.0
@@ -329,10 +329,6 @@ class _Run:
         if self.shield is not None:
             self.shield.deadline = min(self.shield.deadline, self.grace_deadline)
 
-    async def emit_message(self, message: AgentMessage) -> None:
-        await self.emit(MessageStartEvent(message=message))
-        await self.emit(MessageEndEvent(message=message))
-
     # -- running -------------------------------------------------------------------------
 
     async def run(self, initial: Sequence[AgentMessage]) -> list[AgentMessage]:
@@ -371,7 +367,8 @@ class _Run:
         """Deliver messages into the transcript, stopping at an abort."""
         for message in messages:
             await trio.lowlevel.checkpoint_if_cancelled()
-            await self.emit_message(message)
+            await self.emit(MessageStartEvent(message=message))
+            await self.emit(MessageEndEvent(message=message))
             self.context.messages.append(message)
 
     async def poll(self, source: Callable[[], Any] | None) -> list[AgentMessage]:
@@ -712,12 +709,11 @@ class _Run:
         await self._commit_open_message()
         if self.turn_open:
             if self.response is None:
-                if self.requested:
-                    await self.finish_response(self.synthesize("aborted", REQUEST_ABORTED))
-                else:
-                    # Aborted after turn_start, before the request.
-                    await self.finish_response(self.synthesize("aborted", OPERATION_ABORTED))
-                    self.finish_turn_called = True  # no response for finish_turn to see
+                # Aborted while the response streams, or after turn_start but before the
+                # request (then there is no response for finish_turn to see).
+                text = REQUEST_ABORTED if self.requested else OPERATION_ABORTED
+                self.finish_turn_called = not self.requested
+                await self.finish_response(self.synthesize("aborted", text))
             response = self.response
             assert response is not None
             if (

@@ -43,6 +43,7 @@ from ._validation import validate_tool_arguments
 
 __all__ = [
     "AfterToolCallHook",
+    "OPERATION_ABORTED",
     "AgentToolCallOutcome",
     "BeforeToolCallHook",
     "Children",
