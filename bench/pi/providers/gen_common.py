@@ -1,0 +1,223 @@
+"""Random models, transcripts and options in pi's JSON shape, shared by the API generators."""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+from typing import Any
+
+PNG_1PX = base64.b64encode(
+    bytes.fromhex(
+        "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+        "1f15c4890000000d49444154789c63f8cfc0f01f0005000201a1e5a3ee0000000049454e44ae426082"
+    )
+).decode()
+
+WORDS = ["alpha", "beta", "gamma", "δέλτα", "emoji 🎉", "tab\there", "quote\"s", "new\nline", "日本語", " "]
+
+TOOLS = [
+    {
+        "name": "get_weather",
+        "description": "Weather for a city.",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+            "required": ["city"],
+        },
+    },
+    {
+        "name": "search",
+        "description": "Search the web.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "query": {"type": "string"},
+                "filters": {
+                    "type": "object",
+                    "properties": {"site": {"type": "string"}, "recent": {"type": "boolean"}},
+                },
+                "tags": {"type": "array", "items": {"type": "string"}},
+            },
+            "required": ["query"],
+        },
+    },
+    {
+        "name": "noop",
+        "description": "Takes nothing.",
+        "parameters": {"type": "object", "properties": {}},
+    },
+]
+
+PRICES = {"input": 3, "output": 15, "cacheRead": 0.3, "cacheWrite": 3.75}
+
+
+def text(rng: random.Random, lo: int = 1, hi: int = 4) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(rng.randint(lo, hi)))
+
+
+def usage(rng: random.Random) -> dict[str, Any]:
+    return {
+        "input": rng.randint(0, 50),
+        "output": rng.randint(0, 50),
+        "cacheRead": 0,
+        "cacheWrite": 0,
+        "totalTokens": 0,
+        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
+    }
+
+
+def model(
+    rng: random.Random,
+    api: str,
+    provider: str,
+    *,
+    compat: dict[str, Any] | None = None,
+    reasoning: bool | None = None,
+) -> dict[str, Any]:
+    """A model in pi's JSON shape; ``baseUrl`` is the path appended to the server prefix."""
+    m: dict[str, Any] = {
+        "id": rng.choice(["model-a", "model-b"]),
+        "name": "Model",
+        "api": api,
+        "provider": provider,
+        "baseUrl": "/v1" if api != "anthropic-messages" else "",
+        "reasoning": rng.random() < 0.5 if reasoning is None else reasoning,
+        "input": ["text", "image"] if rng.random() < 0.6 else ["text"],
+        "cost": dict(PRICES),
+        "contextWindow": rng.choice([0, 8192, 128000, 200000]),
+        "maxTokens": rng.choice([1024, 4096, 32000]),
+    }
+    if compat:
+        m["compat"] = compat
+    return m
+
+
+def tool_call_id(rng: random.Random, api: str) -> str:
+    if api == "openai-responses":
+        return f"call_{rng.randint(0, 10**6)}|fc_{rng.randint(0, 10**6)}"
+    if api == "anthropic-messages":
+        return f"toolu_{rng.randint(0, 10**6):06d}"
+    return f"call_{rng.randint(0, 10**6)}"
+
+
+def transcript(rng: random.Random, m: dict[str, Any]) -> list[dict[str, Any]]:
+    """A random transcript: system message(s) with tools, then user/assistant/tool turns."""
+    messages: list[dict[str, Any]] = []
+    ts = 1_700_000_000_000
+    tools = rng.sample(TOOLS, rng.randint(0, len(TOOLS)))
+    if rng.random() < 0.8 or tools:
+        system: dict[str, Any] = {"role": "system", "content": text(rng), "timestamp": ts}
+        if tools:
+            system["toolsAdded"] = tools
+        messages.append(system)
+    for turn in range(rng.randint(1, 3)):
+        ts += 1000
+        content: Any = text(rng)
+        if rng.random() < 0.3:
+            content = [{"type": "text", "text": text(rng)}]
+            if rng.random() < 0.5:
+                content.append({"type": "image", "data": PNG_1PX, "mimeType": "image/png"})
+        messages.append({"role": "user", "content": content, "timestamp": ts})
+        if turn == 0 and rng.random() < 0.4:
+            break
+        same = rng.random() < 0.6
+        source = (
+            (m["api"], m["provider"], m["id"]) if same else (rng.choice(["openai-completions", "anthropic-messages", "openai-responses"]), "other", "other-model")
+        )
+        blocks: list[dict[str, Any]] = []
+        if rng.random() < 0.4:
+            block: dict[str, Any] = {"type": "thinking", "thinking": text(rng)}
+            if rng.random() < 0.5:
+                block["thinkingSignature"] = rng.choice(["sig123", json.dumps({"type": "reasoning", "id": "rs_1", "summary": []})])
+            blocks.append(block)
+        if rng.random() < 0.7:
+            blocks.append({"type": "text", "text": text(rng)})
+        calls = []
+        if tools and rng.random() < 0.6:
+            for _ in range(rng.randint(1, 2)):
+                tool = rng.choice(tools)
+                call = {
+                    "type": "toolCall",
+                    "id": tool_call_id(rng, source[0]),
+                    "name": tool["name"],
+                    "arguments": {"city": text(rng, 1, 1)} if tool["name"] == "get_weather" else ({"query": text(rng)} if tool["name"] == "search" else {}),
+                }
+                calls.append(call)
+                blocks.append(call)
+        stop = "toolUse" if calls else rng.choice(["stop", "stop", "length", "error", "aborted"])
+        assistant: dict[str, Any] = {
+            "role": "assistant",
+            "content": blocks,
+            "api": source[0],
+            "provider": source[1],
+            "model": source[2],
+            "usage": usage(rng),
+            "stopReason": stop,
+            "timestamp": ts + 1,
+        }
+        if stop == "error":
+            assistant["errorMessage"] = "boom"
+        messages.append(assistant)
+        for call in calls:
+            if rng.random() < 0.15:
+                continue  # orphaned call: the provider adds "No result provided"
+            result_content: list[dict[str, Any]] = [{"type": "text", "text": text(rng)}]
+            if rng.random() < 0.2:
+                result_content.append({"type": "image", "data": PNG_1PX, "mimeType": "image/png"})
+            messages.append(
+                {
+                    "role": "toolResult",
+                    "toolCallId": call["id"],
+                    "toolName": call["name"],
+                    "content": result_content,
+                    "isError": rng.random() < 0.2,
+                    "timestamp": ts + 2,
+                }
+            )
+        if rng.random() < 0.15:
+            messages.append({"role": "system", "content": text(rng), "timestamp": ts + 3})
+    if messages[-1]["role"] == "assistant":
+        messages.append({"role": "user", "content": text(rng), "timestamp": ts + 10})
+    return messages
+
+
+def options(rng: random.Random, m: dict[str, Any]) -> dict[str, Any]:
+    o: dict[str, Any] = {}
+    if rng.random() < 0.5:
+        o["reasoning"] = rng.choice(["off", "minimal", "low", "medium", "high", "xhigh"])
+    if rng.random() < 0.3:
+        o["maxTokens"] = rng.choice([1, 100, 2048, 64000])
+    if rng.random() < 0.3:
+        o["temperature"] = rng.choice([0, 0.2, 1, 1.5])
+    if rng.random() < 0.3:
+        o["sessionId"] = f"session-{rng.randint(0, 99)}"
+    if rng.random() < 0.1:
+        o["thinkingBudgets"] = {"low": 1024, "medium": 4096, "high": 9000}
+    if rng.random() < 0.15:
+        o["headers"] = {"x-extra": "1"}
+    return o
+
+
+def sse(events: list[tuple[str | None, Any]], *, done: bool = False) -> str:
+    """SSE text: ``(event name or None, JSON value)`` pairs, then ``data: [DONE]`` when asked."""
+    out = []
+    for name, data in events:
+        head = f"event: {name}\n" if name else ""
+        out.append(f"{head}data: {json.dumps(data, ensure_ascii=False)}\n\n")
+    if done:
+        out.append("data: [DONE]\n\n")
+    return "".join(out)
+
+
+def cuts(rng: random.Random, body: str) -> list[int]:
+    """Random byte offsets to split a body at (sometimes none, sometimes many)."""
+    size = len(body.encode("utf-8"))
+    if size < 2 or rng.random() < 0.3:
+        return []
+    k = rng.choice([1, 3, 10, size // 4 or 1])
+    return sorted(rng.sample(range(1, size), min(k, size - 1)))
+
+
+def ok(body: str, rng: random.Random, *, content_type: str = "text/event-stream") -> dict[str, Any]:
+    return {"status": 200, "headers": {"Content-Type": content_type}, "body": body, "cuts": cuts(rng, body)}
