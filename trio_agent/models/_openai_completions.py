@@ -14,7 +14,6 @@ body ended, in content order, right before ``done``.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import AsyncGenerator, Iterator, Sequence
@@ -79,44 +78,6 @@ __all__ = [
 ]
 
 _REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
-_NON_STANDARD_PROVIDERS = frozenset(
-    {
-        "cerebras",
-        "xai",
-        "zai",
-        "opencode",
-        "deepseek",
-        "moonshotai",
-        "moonshotai-cn",
-        "nvidia",
-        "together",
-    }
-)
-_NON_STANDARD_HOSTS = (
-    "cerebras.ai",
-    "api.x.ai",
-    "chutes.ai",
-    "deepseek.com",
-    "api.z.ai",
-    "opencode.ai",
-    "api.mistral.ai",
-)
-_MAX_TOKENS_PROVIDERS = frozenset(
-    {"deepseek", "moonshot", "moonshotai", "moonshotai-cn", "together", "nvidia", "zai", "chutes"}
-)
-_MAX_TOKENS_HOSTS = (
-    "deepseek.com",
-    "moonshot.",
-    "together.xyz",
-    "together.ai",
-    "nvidia.com",
-    "api.z.ai",
-    "chutes.ai",
-)
-_NO_REASONING_EFFORT_PROVIDERS = frozenset(
-    {"xai", "zai", "moonshotai", "moonshotai-cn", "nvidia", "together"}
-)
-_NO_REASONING_EFFORT_HOSTS = ("api.x.ai", "api.z.ai")
 _ASSISTANT_AFTER_TOOLS = "I have processed the tool results."
 _TOOL_IMAGES_INTRO = "Attached image(s) from tool result:"
 
@@ -154,31 +115,73 @@ class OpenAICompletionsCompat:
     """``reasoning_effort: <level>`` or OpenRouter's ``reasoning: {effort: <level>}``."""
     supports_strict_mode: bool = False
     """Send ``strict`` on function tools."""
-
-
-def _host_matches(model: Model, providers: frozenset[str], hosts: Sequence[str]) -> bool:
-    base_url = model.base_url.lower()
-    return model.provider in providers or any(host in base_url for host in hosts)
+    supports_long_cache_retention: bool = True
+    """Long prompt-cache retention sends ``prompt_cache_retention: "24h"`` (and a
+    ``prompt_cache_key``)."""
+    prompt_cache_key_mode: Literal["auto", "enabled", "disabled"] = "auto"
+    """``prompt_cache_key``: ``"auto"`` sends it to api.openai.com and with long retention,
+    ``"enabled"`` always (with a session id), ``"disabled"`` never."""
 
 
 def detect_compat(model: Model) -> OpenAICompletionsCompat:
-    """Compatibility switches for ``model``: guessed from provider and base URL, then
-    overridden by every switch ``model.compat`` sets (camelCase or snake_case names)."""
-    base_url = model.base_url.lower()
-    is_openai = model.provider == "openai" or "api.openai.com" in base_url
-    is_openrouter = model.provider == "openrouter" or "openrouter.ai" in base_url
+    """Compatibility switches for ``model``: guessed from provider and base URL as pi 1.6.0
+    does (substring tests on the base URL), then overridden by every switch
+    ``model.compat`` sets (camelCase or snake_case names)."""
+    provider, url = model.provider, model.base_url
+
+    def host(*names: str) -> bool:
+        return any(name in url for name in names)
+
+    zai = provider in ("zai", "zai-coding-cn") or host("api.z.ai", "open.bigmodel.cn")
+    together = provider == "together" or host("api.together.ai", "api.together.xyz")
+    moonshot = provider in ("moonshotai", "moonshotai-cn") or host("api.moonshot.")
+    openrouter = provider == "openrouter" or host("openrouter.ai")
+    cloudflare_workers = provider == "cloudflare-workers-ai" or host("api.cloudflare.com")
+    cloudflare_gateway = provider == "cloudflare-ai-gateway" or host("gateway.ai.cloudflare.com")
+    nvidia = provider == "nvidia" or host("integrate.api.nvidia.com")
+    ant_ling = provider == "ant-ling" or host("api.ant-ling.com")
+    cerebras = provider == "cerebras" or host("cerebras.ai")
+    deepseek = provider == "deepseek" or "deepseek.com" in url.lower()
+    grok = provider == "xai" or host("api.x.ai")
+    chutes = host("chutes.ai")
+    non_standard = (
+        nvidia
+        or cerebras
+        or grok
+        or together
+        or chutes
+        or deepseek
+        or zai
+        or moonshot
+        or provider == "opencode"
+        or host("opencode.ai")
+        or cloudflare_workers
+        or cloudflare_gateway
+        or ant_ling
+    )
+    max_tokens_field = (
+        chutes
+        or deepseek
+        or moonshot
+        or cloudflare_gateway
+        or together
+        or nvidia
+        or ant_ling
+        or zai
+    )
     detected = OpenAICompletionsCompat(
-        supports_store=not _host_matches(model, _NON_STANDARD_PROVIDERS, _NON_STANDARD_HOSTS),
-        supports_developer_role=is_openai,
-        supports_reasoning_effort=not _host_matches(
-            model, _NO_REASONING_EFFORT_PROVIDERS, _NO_REASONING_EFFORT_HOSTS
+        supports_store=not non_standard,
+        supports_developer_role=provider == "openai" or host("api.openai.com"),
+        supports_reasoning_effort=not (
+            grok or zai or moonshot or together or cloudflare_gateway or nvidia or ant_ling
         ),
-        max_tokens_field=(
-            "max_tokens"
-            if _host_matches(model, _MAX_TOKENS_PROVIDERS, _MAX_TOKENS_HOSTS)
-            else "max_completion_tokens"
+        max_tokens_field="max_tokens" if max_tokens_field else "max_completion_tokens",
+        thinking_format="openrouter"
+        if openrouter and not (deepseek or zai or together or ant_ling)
+        else "openai",
+        supports_long_cache_retention=not (
+            together or cloudflare_workers or cloudflare_gateway or nvidia or ant_ling
         ),
-        thinking_format="openrouter" if is_openrouter else "openai",
     )
     overrides: dict[str, Any] = {}
     for field in attrs.fields(OpenAICompletionsCompat):
@@ -200,14 +203,20 @@ def normalize_openai_tool_call_id(tool_call_id: str, model: Model, source: Assis
 
     Responses-style ids ``<call>|<item>`` become ``<call>_<item>`` with characters outside
     ``[A-Za-z0-9_-]`` replaced by ``_``, shortened to 40 characters with a hash suffix when
-    longer; for provider ``openai`` other ids are cut to 40 characters.
+    longer (the first 31 characters of the call part, ``_`` and 8 characters of
+    :func:`~._openai_responses.short_hash` of the whole id); for provider ``openai`` other
+    ids are cut to 40 characters.
     """
     if "|" in tool_call_id:
+        # imported here: _openai_responses imports this module
+        from ._openai_responses import short_hash
+
         call, _, item = tool_call_id.partition("|")
-        joined = re.sub(r"[^A-Za-z0-9_-]", "_", f"{call}_{item}")
+        call = re.sub(r"[^A-Za-z0-9_-]", "_", call)
+        item = re.sub(r"[^A-Za-z0-9_-]", "_", item)
+        joined = f"{call}_{item}" if item else call
         if len(joined) > 40:
-            digest = hashlib.sha256(joined.encode()).hexdigest()[:8]
-            joined = f"{joined[:31]}_{digest}"
+            joined = f"{call[: max(1, 40 - 9)]}_{short_hash(tool_call_id)[:8]}"
         return joined
     if model.provider == "openai" and len(tool_call_id) > 40:
         return tool_call_id[:40]
@@ -245,14 +254,18 @@ def _assistant_message(
     ):
         content = ""
     result: dict[str, Any] = {"role": "assistant", "content": content}
-    visible = [b for b in thinking if b.thinking.strip()]
-    field = visible[0].thinking_signature if visible else None
-    if field in _REASONING_FIELDS:
-        result[field] = sanitize_surrogates("\n".join(b.thinking for b in visible))
     details = next(
         (d for d in map(_replayable_details, thinking) if d is not None),
         None,
     )
+    if details is None:
+        # Encrypted reasoning stored on tool calls by older versions.
+        legacy = [d for d in (_legacy_detail(c.thought_signature) for c in calls) if d]
+        details = legacy or None
+    visible = [b for b in thinking if b.thinking.strip()]
+    field = visible[0].thinking_signature if visible else None
+    if field in _REASONING_FIELDS and details is None:
+        result[field] = sanitize_surrogates("\n".join(b.thinking for b in visible))
     if details is not None:
         result["reasoning_details"] = details
     if calls:
@@ -272,7 +285,7 @@ def _assistant_message(
 def _replayable_details(block: ThinkingContent) -> list[Any] | None:
     # The reasoning_details stored as a thinking signature, when every entry is valid.
     signature = block.thinking_signature
-    if not signature or not signature.startswith("["):
+    if not signature:
         return None
     try:
         details = json.loads(signature)
@@ -283,6 +296,25 @@ def _replayable_details(block: ThinkingContent) -> list[Any] | None:
     if not all(is_valid_reasoning_detail(entry) for entry in details):
         return None
     return details
+
+
+def _legacy_detail(signature: str | None) -> dict[str, Any] | None:
+    # A tool call's signature holding one encrypted reasoning_details entry with an id.
+    if not signature:
+        return None
+    try:
+        detail = json.loads(signature)
+    except ValueError:
+        return None
+    if (
+        is_valid_reasoning_detail(detail)
+        and detail["type"] == "reasoning.encrypted"
+        and isinstance(detail.get("id"), str)
+        and detail["id"]
+        and detail["data"]
+    ):
+        return dict(detail)
+    return None
 
 
 def _tool_result_text(message: ToolResultMessage) -> str:
@@ -428,13 +460,18 @@ def build_openai_completions_body(
         elif isinstance(level_map.get("off"), str):
             body["reasoning_effort"] = level_map["off"]
     retention = cache_retention(model)
+    long_retention = retention == "long" and compat.supports_long_cache_retention
+    key_mode = compat.prompt_cache_key_mode
     if (
         options.session_id
         and retention != "none"
-        and ("api.openai.com" in model.base_url or retention == "long")
+        and (
+            key_mode == "enabled"
+            or (key_mode == "auto" and ("api.openai.com" in model.base_url or long_retention))
+        )
     ):
         body["prompt_cache_key"] = options.session_id[:64]
-    if retention == "long":
+    if long_retention:
         body["prompt_cache_retention"] = "24h"
     return body
 
@@ -593,6 +630,23 @@ def _map_usage(model: Model, raw: dict[str, Any]) -> Usage:
     return with_billed_total(usage, provider_billed_total(model, raw))
 
 
+def _stream_error_text(error: Any) -> str:
+    # An error inside the stream as the OpenAI client words it: the error's message, else
+    # its JSON; upstream adds OpenRouter's ``metadata.raw`` on a new line.
+    if error is None:
+        return "(no status code or body)"
+    message = error.get("message") if isinstance(error, dict) else None
+    if message:
+        text = message if isinstance(message, str) else compact_json(message)
+    else:
+        text = compact_json(error)
+    metadata = error.get("metadata") if isinstance(error, dict) else None
+    raw = metadata.get("raw") if isinstance(metadata, dict) else None
+    if isinstance(raw, str) and raw and raw not in text:
+        text = f"{text}\n{raw}"
+    return text
+
+
 def _finish_outcome(reason: str) -> tuple[Literal["stop", "length", "toolUse"] | None, str]:
     if reason in ("stop", "end"):
         return "stop", ""
@@ -624,9 +678,14 @@ class _CompletionsMapper:
         if not sse.data.strip():
             return None
         try:
-            return parse_sse_json(sse.data)
+            parsed = parse_sse_json(sse.data)
         except ProviderStreamError:
             raise ProviderStreamError(MALFORMED_EVENT_JSON) from None
+        if sse.event == "error":
+            # A named error event fails the response with its error (or its data).
+            detail = parsed.get("error") if isinstance(parsed, dict) else None
+            raise ProviderStreamError(_stream_error_text(parsed if detail is None else detail))
+        return parsed
 
     def map(self, chunk: Any) -> Iterator[AssistantMessageEvent]:
         builder = self._builder
@@ -634,15 +693,11 @@ class _CompletionsMapper:
             return  # upstream skips chunks that are not objects
         error = chunk.get("error")
         if error:
-            message = error.get("message") if isinstance(error, dict) else None
-            text = message if isinstance(message, str) else compact_json(error)
-            metadata = error.get("metadata") if isinstance(error, dict) else None
-            raw = metadata.get("raw") if isinstance(metadata, dict) else None
-            if isinstance(raw, str) and raw and raw not in text:
-                text = f"{text}\n{raw}"
-            raise ProviderStreamError(text)
-        if builder.response_id is None and isinstance(chunk.get("id"), str) and chunk["id"]:
-            builder.response_id = chunk["id"]
+            raise ProviderStreamError(_stream_error_text(error))
+        if not builder.response_id:
+            # The first id, as upstream keeps it (an empty id until a non-empty one).
+            chunk_id = chunk.get("id")
+            builder.response_id = chunk_id if isinstance(chunk_id, str) else None
         reported_model = chunk.get("model")
         if (
             builder.response_model is None
@@ -674,6 +729,10 @@ class _CompletionsMapper:
                     self._thinking, start = builder.start_thinking(signature="reasoning_details")
                     yield start
                 _merge_reasoning_detail(self._reasoning_details, entry)
+                # Stored at once, so a response that fails later keeps them too.
+                builder.set_thinking_signature(
+                    self._thinking, compact_json(self._reasoning_details)
+                )
         content = delta.get("content")
         if isinstance(content, str) and content:
             if self._text is None:
@@ -706,8 +765,6 @@ class _CompletionsMapper:
 
     def finish(self) -> Iterator[AssistantMessageEvent]:
         builder = self._builder
-        if self._reasoning_details and self._thinking is not None:
-            builder.set_thinking_signature(self._thinking, compact_json(self._reasoning_details))
         for index in builder.open_blocks:
             yield builder.end_block(index)
         has_tool_calls = bool(self._tools)
