@@ -259,3 +259,62 @@ def test_system_prompt_role_unchanged() -> None:
     )
     body = build_openai_completions_body(model, context, StreamOptions())
     assert body["messages"][0] == {"role": "developer", "content": "S"}
+
+
+# ---------------------------------------------------------------------------------------
+# Thinking levels
+
+
+def test_off_is_clamped_when_the_model_cannot_turn_thinking_off() -> None:
+    options = StreamOptions(reasoning="off")
+    body = body_for("https://example.test/v1", options=options, thinking_level_map={"off": None})
+    assert body["reasoning_effort"] == "minimal"
+    body = body_for("https://example.test/v1", options=options)
+    assert "reasoning_effort" not in body
+    body = body_for(
+        "https://example.test/v1", options=StreamOptions(), thinking_level_map={"off": None}
+    )
+    assert "reasoning_effort" not in body
+
+
+def test_openrouter_format_ignores_supports_reasoning_effort() -> None:
+    compat = {"thinkingFormat": "openrouter", "supportsReasoningEffort": False}
+    body = body_for(
+        "https://example.test/v1", options=StreamOptions(reasoning="low"), compat=compat
+    )
+    assert body["reasoning"] == {"effort": "low"}
+    assert "reasoning_effort" not in body
+    body = body_for("https://example.test/v1", options=StreamOptions(), compat=compat)
+    assert body["reasoning"] == {"effort": "none"}
+
+
+# ---------------------------------------------------------------------------------------
+# The client message after a refused retry delay (U08)
+
+
+@pytest.mark.parametrize(
+    ("body", "text"),
+    [
+        ('{"error":{"message":"rate limited","code":1}}', "429 rate limited"),
+        ('{"message":"top-level message","code":7}', "429 top-level message"),
+        ('{"code": 7}', '429 {"code":7}'),
+        ('{"error":{"code":7}}', '429 {"code":7}'),
+        ('{"error":{"message":{"m":1}}}', '429 {"m":1}'),
+        ('{"error":null,"message":"m"}', "429 m"),
+        ("[1, 2]", "429 [1,2]"),
+        ("slow down", "429 slow down"),
+        ("", "429 status code (no body)"),
+    ],
+)
+async def test_retry_delay_message_uses_the_client_wording(
+    sse_server: SseServer, http_client: httpx.AsyncClient, body: str, text: str
+) -> None:
+    sse_server.enqueue(
+        ScriptedResponse(
+            status=429,
+            headers={"content-type": "application/json", "retry-after": "120"},
+            chunks=[body.encode()] if body else [],
+        )
+    )
+    events = await collect(http_client, make_model(sse_server.base_url), max_retries=1)
+    assert final(events).error_message == (f"Server requested 120s retry delay (max: 60s). {text}")

@@ -359,9 +359,15 @@ async def test_http_error_openrouter_raw_metadata(
     }
     sse_server.enqueue(error_response(502, body))
     events = await collect(http_client, make_model(sse_server.base_url))
+    # the raw text is already part of the message, so it is not repeated (as upstream)
     assert final(events).error_message == (
         '502: {"message":"Provider returned error","metadata":{"raw":"upstream said no"}}'
-        "\nupstream said no"
+    )
+    body = {"error": {"message": "Provider returned error", "metadata": {"raw": 'said "no"'}}}
+    sse_server.enqueue(error_response(502, body))
+    events = await collect(http_client, make_model(sse_server.base_url))
+    assert final(events).error_message == (
+        '502: {"message":"Provider returned error","metadata":{"raw":"said \\"no\\""}}\nsaid "no"'
     )
 
 

@@ -410,6 +410,33 @@ def _tools(
     return None
 
 
+def _set_thinking_level(
+    body: dict[str, Any], model: Model, options: StreamOptions, compat: OpenAICompletionsCompat
+) -> None:
+    # The requested level, clamped to the model's levels ("off" too: a model that cannot
+    # turn thinking off gets its lowest level), mapped through ``thinking_level_map``.
+    level_map = model.thinking_level_map or {}
+    effort = None
+    if options.reasoning is not None:
+        effort = clamp_thinking_level(model, options.reasoning)
+    if effort == "off":
+        effort = None
+    if compat.thinking_format == "openrouter":
+        # OpenRouter's reasoning object, whatever supports_reasoning_effort says
+        if effort is not None:
+            mapped = level_map.get(effort)
+            body["reasoning"] = {"effort": effort if mapped is None else mapped}
+        elif not ("off" in level_map and level_map["off"] is None):
+            off = level_map.get("off")
+            body["reasoning"] = {"effort": "none" if off is None else off}
+    elif compat.supports_reasoning_effort:
+        if effort is not None:
+            mapped = level_map.get(effort)
+            body["reasoning_effort"] = effort if mapped is None else mapped
+        elif isinstance(level_map.get("off"), str):
+            body["reasoning_effort"] = level_map["off"]
+
+
 def build_openai_completions_body(
     model: Model, context: LlmContext, options: StreamOptions
 ) -> dict[str, Any]:
@@ -443,22 +470,8 @@ def build_openai_completions_body(
     tools = _tools(model, messages, compat)
     if tools is not None:
         body["tools"] = tools
-    if model.reasoning and compat.supports_reasoning_effort:
-        level_map = model.thinking_level_map or {}
-        effort = None
-        if options.reasoning is not None and options.reasoning != "off":
-            effort = clamp_thinking_level(model, options.reasoning)
-        if effort is not None and effort != "off":
-            value = level_map.get(effort) or effort
-            if compat.thinking_format == "openrouter":
-                body["reasoning"] = {"effort": value}
-            else:
-                body["reasoning_effort"] = value
-        elif compat.thinking_format == "openrouter":
-            if not ("off" in level_map and level_map["off"] is None):
-                body["reasoning"] = {"effort": level_map.get("off") or "none"}
-        elif isinstance(level_map.get("off"), str):
-            body["reasoning_effort"] = level_map["off"]
+    if model.reasoning:
+        _set_thinking_level(body, model, options, compat)
     retention = cache_retention(model)
     long_retention = retention == "long" and compat.supports_long_cache_retention
     key_mode = compat.prompt_cache_key_mode
@@ -525,7 +538,7 @@ def openai_error_text(error: HttpError, *, object_status: bool = True) -> str:
 
 def format_openai_completions_error(error: HttpError, model: Model) -> str:
     """Word an HTTP error as upstream does (:func:`openai_error_text`); OpenRouter's
-    ``error.metadata.raw`` follows on a new line."""
+    ``error.metadata.raw`` follows on a new line unless the text already contains it."""
     message = openai_error_text(error)
     try:
         parsed = json.loads(error.body) if error.body else None
@@ -534,7 +547,7 @@ def format_openai_completions_error(error: HttpError, model: Model) -> str:
     detail = parsed.get("error") if isinstance(parsed, dict) else None
     metadata = detail.get("metadata") if isinstance(detail, dict) else None
     raw = metadata.get("raw") if isinstance(metadata, dict) else None
-    if isinstance(raw, str) and raw:
+    if isinstance(raw, str) and raw and raw not in message:
         message += "\n" + raw
     return message
 

@@ -23,6 +23,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from email.utils import parsedate_to_datetime
+from typing import Any
 
 import attrs
 import httpx
@@ -189,10 +190,18 @@ def retry_delay(attempt: int, headers: Mapping[str, str]) -> tuple[float, bool]:
     return backoff * (1 - random.random() * 0.25), False
 
 
+def _compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
 def client_error_text(error: HttpError, model: Model | None = None) -> str:
-    """The OpenAI SDK's wording of an HTTP error: ``<status> <error.message>`` when the
-    body is JSON with a string ``error.message``, else ``<status> <body as received>``
-    (``<status> status code (no body)`` for an empty body).
+    """The OpenAI SDK's wording of an HTTP error: ``<status> <message>``.
+
+    For a JSON object or array body, E is its ``error`` field when that is not null, else
+    the whole body; the message is E's ``message`` when truthy (a string as is, else its
+    compact JSON), else E's compact JSON. Other JSON gives ``<status> status code (no
+    body)`` (``<status> <body>`` when falsy); a body that is not JSON comes as received;
+    an empty body gives ``<status> status code (no body)``.
 
     The retry-delay message of the OpenAI APIs ends with it (parity row U08): it is their
     :attr:`~._http.HttpApi.format_retry_error`. ``model`` is not used.
@@ -200,13 +209,26 @@ def client_error_text(error: HttpError, model: Model | None = None) -> str:
     try:
         parsed = json.loads(error.body)
     except ValueError:
-        parsed = None
-    detail = parsed.get("error") if isinstance(parsed, dict) else None
-    if isinstance(detail, dict) and isinstance(detail.get("message"), str):
-        return f"{error.status} {detail['message']}"
-    if not error.body:
-        return f"{error.status} status code (no body)"
-    return f"{error.status} {error.body}"
+        return (
+            f"{error.status} {error.body}"
+            if error.body
+            else f"{error.status} status code (no body)"
+        )
+    if not isinstance(parsed, dict | list):
+        return (
+            f"{error.status} {error.body}"
+            if not parsed
+            else f"{error.status} status code (no body)"
+        )
+    detail: Any = parsed
+    if isinstance(parsed, dict) and parsed.get("error") is not None:
+        detail = parsed["error"]
+    message = detail.get("message") if isinstance(detail, dict) else None
+    if message:
+        text = message if isinstance(message, str) else _compact(message)
+    else:
+        text = _compact(detail)
+    return f"{error.status} {text}"
 
 
 def _redirect_text(response: httpx.Response, secrets: Sequence[str]) -> str:

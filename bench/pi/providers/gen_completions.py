@@ -588,8 +588,13 @@ def _json_body_200(case: dict[str, Any], kind: str, pi: Any, ta: Any) -> tuple[A
     if kind != "events" or not any(r["status"] == 200 and r.get("body", "").lstrip().startswith("{") for r in case["responses"]):
         return pi, ta
     p, t = _terminal(pi), _terminal(ta)
-    if p and t and p["errorMessage"] == "Stream ended without finish_reason" and t["errorMessage"].startswith("200: "):
+    if not (t and t["errorMessage"].startswith("200: ") and not t["content"]):
+        return pi, ta
+    if p and p["errorMessage"] == "Stream ended without finish_reason":
         t["errorMessage"] = p["errorMessage"]
+    elif pi["events"][-1]["type"] == "done" and not pi["events"][-1]["message"]["content"]:
+        # without supportsFinishReason pi reports the empty stream as a finished answer
+        ta["events"][-1] = pi["events"][-1]
     return pi, ta
 
 
@@ -699,7 +704,30 @@ def _abort(case: dict[str, Any], kind: str, pi: Any, ta: Any) -> tuple[Any, Any]
     return pi, ta
 
 
+def _bridge(case: dict[str, Any], kind: str, pi: Any, ta: Any) -> tuple[Any, Any]:
+    # pi bridges after tool results even before a user message it then leaves out.
+    if kind != "request":
+        return pi, ta
+    for request in pi:
+        messages = (request.get("body") or {}).get("messages")
+        if not isinstance(messages, list):
+            continue
+        kept = []
+        for n, message in enumerate(messages):
+            following = messages[n + 1] if n + 1 < len(messages) else None
+            if (
+                message.get("role") == "assistant"
+                and message.get("content") == "I have processed the tool results."
+                and (following is None or following.get("role") != "user")
+            ):
+                continue
+            kept.append(message)
+        request["body"]["messages"] = kept
+    return pi, ta
+
+
 DOCUMENTED: list[tuple[str, Any]] = [
+    ("The bridge after tool results precedes a user message (Completions)", _bridge),
     ("Smaller provider differences: argument errors", _arguments_error),
     ("F17 · A 200 response whose body is JSON, not a stream", _json_body_200),
     ("U05 · A body cut inside an event, or a dropped connection", _dropped_connection),
