@@ -80,6 +80,24 @@ OTHER_SOURCES = [
     ("openai-responses", "openai", "gpt-x"),
     ("openai-completions", "other", "other-model"),
 ]
+STRICT_TOOLS = [
+    {
+        "name": "strict_lookup",
+        "description": "Strictly typed lookup.",
+        "parameters": {
+            "type": "object",
+            "properties": {"a": {"type": "integer"}, "b": {"type": "string"}, "nested": {"type": "object", "properties": {"x": {"type": "number"}}}},
+            "required": ["a"],
+        },
+        "constrainedSampling": {"type": "json_schema"},
+    },
+    {
+        "name": "loose_union",
+        "description": "A schema strict mode cannot express.",
+        "parameters": {"type": "object", "properties": {"v": {"oneOf": [{"type": "string"}, {"type": "integer"}]}}},
+        "constrainedSampling": {"type": "json_schema", "strict": "prefer"},
+    },
+]
 REASONING_DETAILS_VALID = [
     {"type": "reasoning.encrypted", "data": "ENCDATA", "id": "rd1", "format": "openai-responses-v1", "index": 0},
     {"type": "reasoning.text", "text": "Step one.", "signature": "sig", "format": "anthropic-claude-v1", "index": 0},
@@ -97,6 +115,8 @@ def make_model(rng: random.Random) -> dict[str, Any]:
     m["baseUrl"] = base
     if provider == "openrouter" and rng.random() < 0.3:
         m["id"] = rng.choice(["openai/gpt-x", "deepseek/deepseek-r1"])
+    if rng.random() < 0.05:
+        m["maxTokens"] = 0
     if rng.random() < 0.3:
         m["thinkingLevelMap"] = rng.choice(THINKING_LEVEL_MAPS)
     if rng.random() < 0.15:
@@ -171,7 +191,8 @@ def transcript(rng: random.Random, m: dict[str, Any]) -> list[dict[str, Any]]:
     another), tool results (some missing), later system messages."""
     messages: list[dict[str, Any]] = []
     ts = 1_700_000_000_000
-    tools = rng.sample(g.TOOLS, rng.randint(0, len(g.TOOLS)))
+    pool = g.TOOLS + (STRICT_TOOLS if rng.random() < 0.3 else [])
+    tools = rng.sample(pool, rng.randint(0, len(pool)))
     if rng.random() < 0.8 or tools:
         system: dict[str, Any] = {"role": "system", "content": rng.choice([g.text(rng), g.text(rng), ""]), "timestamp": ts}
         if tools:
@@ -248,7 +269,11 @@ def transcript(rng: random.Random, m: dict[str, Any]) -> list[dict[str, Any]]:
                 }
             )
         if rng.random() < 0.15:
-            later: dict[str, Any] = {"role": "system", "content": g.text(rng), "timestamp": ts + 3}
+            later: dict[str, Any] = {"role": "system", "content": rng.choice([g.text(rng), ""]), "timestamp": ts + 3}
+            if rng.random() < 0.3:
+                later["toolsAdded"] = [rng.choice(g.TOOLS)]
+            if tools and rng.random() < 0.3:
+                later["toolsRemoved"] = [{"name": rng.choice(tools)["name"]}]
             messages.append(later)
     if messages[-1]["role"] == "assistant" or rng.random() < 0.5 and messages[-1]["role"] != "user":
         messages.append(_user(rng, ts + 10))
@@ -260,7 +285,7 @@ def options(rng: random.Random) -> dict[str, Any]:
     if rng.random() < 0.6:
         o["reasoning"] = rng.choice(LEVELS)
     if rng.random() < 0.35:
-        o["maxTokens"] = rng.choice([1, 100, 2048, 64000])
+        o["maxTokens"] = rng.choice([1, 100, 2048, 64000, 0])
     if rng.random() < 0.3:
         o["temperature"] = rng.choice([0, 0.2, 1, 1.5])
     if rng.random() < 0.4:
@@ -270,7 +295,9 @@ def options(rng: random.Random) -> dict[str, Any]:
     if rng.random() < 0.1:
         o["thinkingBudgets"] = {"low": 1024, "medium": 4096, "high": 9000}
     if rng.random() < 0.15:
-        o["headers"] = rng.choice([{"x-extra": "1"}, {"x-both": "options"}])
+        o["headers"] = rng.choice(
+            [{"x-extra": "1"}, {"x-both": "options"}, {"x-model-header": None}, {"Authorization": "Bearer sk-caller-0000"}]
+        )
     return o
 
 
@@ -384,9 +411,14 @@ def stream_body(rng: random.Random, m: dict[str, Any]) -> tuple[list[tuple[str |
             )
             index = k if rng.random() < 0.9 else None
             first: dict[str, Any] = {"id": f"call_{k}_{rng.randint(0, 999)}", "type": "function", "function": {"name": name, "arguments": ""}}
+            late_name = index is not None and rng.random() < 0.1
+            if late_name:
+                first["function"] = {"arguments": ""}
             if index is not None:
                 first["index"] = index
             c.add({"tool_calls": [first]})
+            if late_name:
+                c.add({"tool_calls": [{"index": index, "function": {"name": name}}]})
             for piece in _split(rng, args):
                 entry: dict[str, Any] = {"function": {"arguments": piece}}
                 if index is not None:
@@ -487,7 +519,8 @@ def responses(rng: random.Random, m: dict[str, Any], o: dict[str, Any]) -> tuple
             first["headers"]["retry-after-ms"] = "0"
         o["maxRetries"] = rng.choice([0, 1, 2])
         if rng.random() < 0.3:
-            o["maxRetryDelayMs"] = rng.choice([0, 5000])
+            # 0 disables the cap: never with the 120 s delay
+            o["maxRetryDelayMs"] = 5000 if delay == "retry-after-big" else rng.choice([0, 5000])
         items, done = stream_body(rng, m)
         return [first, g.ok(frame(rng, items, done), rng)], None
     if r < 0.84:
@@ -726,7 +759,26 @@ def _bridge(case: dict[str, Any], kind: str, pi: Any, ta: Any) -> tuple[Any, Any
     return pi, ta
 
 
+def _zero_max_tokens(case: dict[str, Any], kind: str, pi: Any, ta: Any) -> tuple[Any, Any]:
+    # U42 and "A zero limit sends no limit field": an explicit maxTokens of 0 means the
+    # model's limit; a model limit of 0 sends no field (pi sends 1 without a window).
+    explicit = case["options"].get("maxTokens") == 0
+    model_zero = case["model"]["maxTokens"] == 0 and not case["options"].get("maxTokens")
+    if kind != "request" or not (explicit or model_zero):
+        return pi, ta
+    for p, t in zip(pi, ta):
+        for field in ("max_tokens", "max_completion_tokens"):
+            pb, tb = p.get("body") or {}, t.get("body") or {}
+            if explicit and field in tb and pb.get(field) in (None, 1):
+                del tb[field]
+                pb.pop(field, None)
+            elif model_zero and pb.get(field) == 1 and field not in tb:
+                del pb[field]
+    return pi, ta
+
+
 DOCUMENTED: list[tuple[str, Any]] = [
+    ("U42 · max_tokens=0 means the model's limit; a zero model limit sends none", _zero_max_tokens),
     ("The bridge after tool results precedes a user message (Completions)", _bridge),
     ("Smaller provider differences: argument errors", _arguments_error),
     ("F17 · A 200 response whose body is JSON, not a stream", _json_body_200),
