@@ -318,3 +318,15 @@ async def test_retry_delay_message_uses_the_client_wording(
     )
     events = await collect(http_client, make_model(sse_server.base_url), max_retries=1)
     assert final(events).error_message == (f"Server requested 120s retry delay (max: 60s). {text}")
+
+
+async def test_an_array_chunk_clears_an_empty_response_id(
+    sse_server: SseServer, http_client: httpx.AsyncClient
+) -> None:
+    # upstream reads the id of every object chunk, arrays included (they have none)
+    sse_server.enqueue(
+        sse_response([chunk({"content": "a"}, id=""), [1, 2, 3], {"error": {"message": "x"}}])
+    )
+    events = await collect(http_client, make_model(sse_server.base_url))
+    assert types(events) == ["start", "text_start", "text_delta", "error"]
+    assert final(events).response_id is None

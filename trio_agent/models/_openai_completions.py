@@ -703,6 +703,8 @@ class _CompletionsMapper:
     def map(self, chunk: Any) -> Iterator[AssistantMessageEvent]:
         builder = self._builder
         if not isinstance(chunk, dict):
+            if isinstance(chunk, list) and not builder.response_id:
+                builder.response_id = None  # an array has no id (an empty one is dropped)
             return  # upstream skips chunks that are not objects
         error = chunk.get("error")
         if error:

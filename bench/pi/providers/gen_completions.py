@@ -431,6 +431,10 @@ def stream_body(rng: random.Random, m: dict[str, Any]) -> tuple[list[tuple[str |
     if rng.random() < 0.05:
         c.items.append((None, [1, 2, 3]))
         c.items.append((None, "str"))
+    if rng.random() < 0.05:
+        c.items.append((None, {**c.base, "choices": [{"index": 0}]}))  # a choice without delta
+    if rng.random() < 0.05:
+        c.add({"content": None, "tool_calls": None})
     usage = _usage(rng, m)
     where = rng.random()
     if usage is not None and where < 0.15:
@@ -503,7 +507,14 @@ def responses(rng: random.Random, m: dict[str, Any], o: dict[str, Any]) -> tuple
         return [g.ok(frame(rng, items, done), rng)], abort
     if r < 0.72:
         status = rng.choice([400, 401, 404, 429, 500, 503])
-        return [http_error(rng, status)], None
+        first = http_error(rng, status)
+        if rng.random() < 0.15:
+            first["headers"]["x-should-retry"] = "true"
+            first["headers"]["retry-after-ms"] = "0"
+            o["maxRetries"] = 1
+            items, done = stream_body(rng, m)
+            return [first, g.ok(frame(rng, items, done), rng)], None
+        return [first], None
     if r < 0.8:
         # a retryable status, then a stream
         status = rng.choice([429, 503, 500])
@@ -515,8 +526,12 @@ def responses(rng: random.Random, m: dict[str, Any], o: dict[str, Any]) -> tuple
             first["headers"]["retry-after"] = "0"
         elif delay == "retry-after-big":
             first["headers"]["retry-after"] = "120"
+        elif rng.random() < 0.2:
+            pass  # exponential backoff (about half a second)
         else:
             first["headers"]["retry-after-ms"] = "0"
+        if rng.random() < 0.15:
+            first["headers"]["x-should-retry"] = rng.choice(["true", "false"])
         o["maxRetries"] = rng.choice([0, 1, 2])
         if rng.random() < 0.3:
             # 0 disables the cap: never with the 120 s delay
@@ -607,6 +622,18 @@ def _arguments_error(case: dict[str, Any], kind: str, pi: Any, ta: Any) -> tuple
     if kind != "events":
         return pi, ta
     return _walk(pi, cut), _walk(ta, cut)
+
+
+def _half_surrogate(case: dict[str, Any], kind: str, pi: Any, ta: Any) -> tuple[Any, Any]:
+    # "Argument errors": the argument preview holds back half a surrogate pair.
+    def cut(value: Any) -> Any:
+        if isinstance(value, str) and value and "\ud800" <= value[-1] <= "\udbff":
+            return value[:-1]
+        return value
+
+    if kind != "events":
+        return pi, ta
+    return _walk(pi, cut), ta
 
 
 def _terminal(record: Any) -> dict[str, Any] | None:
@@ -729,6 +756,10 @@ def _abort(case: dict[str, Any], kind: str, pi: Any, ta: Any) -> tuple[Any, Any]
     if kind != "events" or n is None:
         return pi, ta
     p, t = _terminal(pi), _terminal(ta)
+    if p and t and t["stopReason"] == "aborted" and p["stopReason"] == "error" and len(pi["events"]) == n + 1:
+        # pi had produced every event before the abort was seen; trio_agent saw it first
+        ta["events"][-1] = pi["events"][-1]
+        return pi, ta
     if p and t and p["stopReason"] == t["stopReason"] == "aborted":
         for record in (pi, ta):
             last = record["events"][-1]
@@ -781,6 +812,7 @@ DOCUMENTED: list[tuple[str, Any]] = [
     ("U42 · max_tokens=0 means the model's limit; a zero model limit sends none", _zero_max_tokens),
     ("The bridge after tool results precedes a user message (Completions)", _bridge),
     ("Smaller provider differences: argument errors", _arguments_error),
+    ("Smaller provider differences: argument errors (half surrogate pairs)", _half_surrogate),
     ("F17 · A 200 response whose body is JSON, not a stream", _json_body_200),
     ("U05 · A body cut inside an event, or a dropped connection", _dropped_connection),
     ("U40 · Tool results of a dropped failed turn are not sent", _dropped_turn_results),

@@ -135,6 +135,7 @@ def main() -> None:
     parser.add_argument("--pi-modules", default=os.environ.get("PI_MODULES"))
     parser.add_argument("--cases", help="run these cases (JSON Lines) instead of generating")
     args = parser.parse_args()
+    sys.stdout.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if args.cases:
@@ -181,7 +182,8 @@ def main() -> None:
             d = first_diff(p, t)
             if d:
                 diffs.append({"id": case_id, "api": case["api"], "kind": kind, "path": d[0], "pi": d[1], "ta": d[2]})
-    with (out / "diffs.jsonl").open("w", encoding="utf-8") as f:
+    # a differing value may hold half a surrogate pair (a delta cut inside an escape)
+    with (out / "diffs.jsonl").open("w", encoding="utf-8", errors="backslashreplace") as f:
         for d in diffs:
             f.write(json.dumps(d, ensure_ascii=False, default=str) + "\n")
 
