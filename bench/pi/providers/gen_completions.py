@@ -341,6 +341,8 @@ def _usage(rng: random.Random, m: dict[str, Any]) -> dict[str, Any] | None:
         return None
     prompt, completion = rng.randint(0, 500), rng.randint(0, 200)
     u: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+    if rng.random() < 0.05:
+        u = {"prompt_tokens": None, "completion_tokens": completion, "prompt_tokens_details": None, "completion_tokens_details": None}
     if rng.random() < 0.3:
         u["prompt_tokens_details"] = {"cached_tokens": rng.randint(0, prompt)}
         if rng.random() < 0.4:
@@ -395,6 +397,12 @@ def stream_body(rng: random.Random, m: dict[str, Any]) -> tuple[list[tuple[str |
         for piece in g.text(rng, 1, 6).split(" "):
             c.add({"content": piece + " "})
     finish = rng.choice(FINISH_REASONS)
+    if rng.random() < 0.1:
+        # complete calls in one delta each, without index (keyed by id)
+        for k in range(rng.randint(1, 2)):
+            name = rng.choice(["get_weather", "search"])
+            c.add({"tool_calls": [{"id": f"call_x{k}", "type": "function", "function": {"name": name, "arguments": json.dumps(_arguments(rng, name))}}]})
+        finish = "tool_calls"
     if rng.random() < 0.4:
         n_calls = rng.randint(1, 3)
         for k in range(n_calls):
@@ -428,6 +436,8 @@ def stream_body(rng: random.Random, m: dict[str, Any]) -> tuple[list[tuple[str |
                 c.add({"tool_calls": [entry]})
         if rng.random() < 0.7:
             finish = "tool_calls"
+        if rng.random() < 0.15:
+            c.add({"content": "after the calls"})
     if rng.random() < 0.05:
         c.items.append((None, [1, 2, 3]))
         c.items.append((None, "str"))
@@ -454,6 +464,9 @@ def frame(rng: random.Random, items: list[tuple[str | None, Any]], done: bool) -
     eol = "\r\n" if rng.random() < 0.15 else "\n"
     comments = rng.random() < 0.15
     ids = rng.random() < 0.1
+    no_space = rng.random() < 0.1
+    split_data = rng.random() < 0.1
+    named = rng.random() < 0.05
     out = []
     if comments:
         out.append(": keep-alive" + eol + eol)
@@ -464,7 +477,15 @@ def frame(rng: random.Random, items: list[tuple[str | None, Any]], done: bool) -
         body = data if isinstance(data, str) and name == "<raw>" else json.dumps(data, ensure_ascii=rng.random() < 0.3)
         if name == "<raw>":
             head = ""
-        out.append(f"{head}data: {body}{eol}{eol}")
+        elif named and not name:
+            head = f"event: message{eol}" + head
+        if split_data and name != "<raw>" and isinstance(data, dict):
+            # the same JSON over two data: lines (joined with a newline, JSON whitespace)
+            text = json.dumps(data)
+            cut = text.index(",") + 1 if "," in text else len(text)
+            out.append(f"{head}data: {text[:cut]}{eol}data: {text[cut:]}{eol}{eol}")
+            continue
+        out.append(f"{head}data:{'' if no_space else ' '}{body}{eol}{eol}")
         if comments and rng.random() < 0.2:
             out.append(": ping" + eol + eol)
     if done:
@@ -678,11 +699,12 @@ def _dropped_connection(case: dict[str, Any], kind: str, pi: Any, ta: Any) -> tu
 
 def _dropped_turn_results(case: dict[str, Any], kind: str, pi: Any, ta: Any) -> tuple[Any, Any]:
     # U40: pi still sends the results of an error/aborted assistant message it dropped
-    # (and the image message and bridge that follow them).
+    # (and the image message and bridge that follow them when trio_agent sends none).
     if kind != "request":
         return pi, ta
-    for request in pi:
+    for request, other in zip(pi, ta):
         messages = (request.get("body") or {}).get("messages")
+        theirs = (other.get("body") or {}).get("messages") or []
         if not isinstance(messages, list):
             continue
         known: set[str] = set()
@@ -695,13 +717,16 @@ def _dropped_turn_results(case: dict[str, Any], kind: str, pi: Any, ta: Any) -> 
             if role == "tool" and message.get("tool_call_id") not in known:
                 dropped_run = True
                 continue
-            if dropped_run and (not kept or kept[-1].get("role") != "tool"):
-                if role == "assistant" and message.get("content") == "I have processed the tool results.":
-                    continue
-                content = message.get("content")
-                if role == "user" and isinstance(content, list) and content and content[0].get("text") == "Attached image(s) from tool result:":
-                    continue
-            if role != "tool":
+            if dropped_run and role != "tool":
+                at = len(kept)
+                counterpart = theirs[at] if at < len(theirs) else None
+                if counterpart != message:
+                    content = message.get("content")
+                    if role == "assistant" and content == "I have processed the tool results.":
+                        continue
+                    if role == "user" and isinstance(content, list) and content and content[0].get("text") == "Attached image(s) from tool result:":
+                        continue
+            if role not in ("tool", "assistant") or (role == "assistant" and message.get("content") != "I have processed the tool results."):
                 dropped_run = False
             kept.append(message)
         request["body"]["messages"] = kept
