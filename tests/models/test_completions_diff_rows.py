@@ -330,3 +330,45 @@ async def test_an_array_chunk_clears_an_empty_response_id(
     events = await collect(http_client, make_model(sse_server.base_url))
     assert types(events) == ["start", "text_start", "text_delta", "error"]
     assert final(events).response_id is None
+
+
+# ---------------------------------------------------------------------------------------
+# opencode-go: its `reasoning` field is replayed as `reasoning_content`
+
+
+async def test_opencode_go_reasoning_is_signed_as_reasoning_content(
+    sse_server: SseServer, http_client: httpx.AsyncClient
+) -> None:
+    sse_server.enqueue(
+        sse_response([chunk({"reasoning": "hm"}), chunk({"content": "a"}), chunk({}, "stop")])
+    )
+    model = make_model(sse_server.base_url, provider="opencode-go")
+    message = final(await collect(http_client, model))
+    assert message.content[0] == ThinkingContent(
+        thinking="hm", thinking_signature="reasoning_content"
+    )
+
+
+def test_opencode_go_replays_reasoning_as_reasoning_content() -> None:
+    model = attrs.evolve(make_model("http://x"), provider="opencode-go")
+    assistant = AssistantMessage(
+        content=[
+            ThinkingContent(thinking="hm", thinking_signature="reasoning"),
+            TextContent(text="a"),
+        ],
+        api=model.api,
+        provider=model.provider,
+        model=model.id,
+        usage=Usage(),
+        stop_reason="stop",
+        timestamp=2,
+    )
+    context = LlmContext(
+        messages=[
+            UserMessage(content="Hi", timestamp=1),
+            assistant,
+            UserMessage(content="Go", timestamp=3),
+        ]
+    )
+    body = build_openai_completions_body(model, context, StreamOptions())
+    assert body["messages"][1] == {"role": "assistant", "content": "a", "reasoning_content": "hm"}

@@ -243,7 +243,7 @@ def _user_message(message: UserMessage) -> dict[str, Any] | None:
 
 
 def _assistant_message(
-    message: AssistantMessage, compat: OpenAICompletionsCompat
+    message: AssistantMessage, compat: OpenAICompletionsCompat, model: Model
 ) -> dict[str, Any] | None:
     texts = [b.text for b in message.content if isinstance(b, TextContent) and b.text.strip()]
     thinking = [b for b in message.content if isinstance(b, ThinkingContent)]
@@ -264,6 +264,8 @@ def _assistant_message(
         details = legacy or None
     visible = [b for b in thinking if b.thinking.strip()]
     field = visible[0].thinking_signature if visible else None
+    if field == "reasoning" and model.provider == "opencode-go":
+        field = "reasoning_content"  # what that host reads back
     if field in _REASONING_FIELDS and details is None:
         result[field] = sanitize_surrogates("\n".join(b.thinking for b in visible))
     if details is not None:
@@ -361,7 +363,7 @@ def _convert_messages(
             bridge_after_tool_results()
             result.append(converted)
         elif isinstance(message, AssistantMessage):
-            converted = _assistant_message(message, compat)
+            converted = _assistant_message(message, compat, model)
             if converted is not None:
                 result.append(converted)
         elif isinstance(message, ToolResultMessage):
@@ -731,7 +733,10 @@ class _CompletionsMapper:
             value = delta.get(field)
             if isinstance(value, str) and value:
                 if self._thinking is None:
-                    self._thinking, start = builder.start_thinking(signature=field)
+                    signature = field
+                    if field == "reasoning" and self._model.provider == "opencode-go":
+                        signature = "reasoning_content"  # that host reads it back there
+                    self._thinking, start = builder.start_thinking(signature=signature)
                     yield start
                 yield builder.thinking_delta(self._thinking, value)
                 break

@@ -43,6 +43,7 @@ PROVIDERS: list[tuple[str, str]] = [
     ("xai", "/v1"),
     ("local", "/api.x.ai/v1"),
     ("opencode", "/zen/v1"),
+    ("opencode-go", "/zen/go/v1"),
     ("local", "/chutes.ai/v1"),
 ]
 
@@ -505,7 +506,7 @@ def http_error(rng: random.Random, status: int) -> dict[str, Any]:
         body = json.dumps({"error": {"message": f"bad thing {status}", "type": "invalid_request_error", "param": None, "code": "x"}})
     elif kind == "text":
         headers = {"Content-Type": "text/plain"}
-        body = rng.choice(["upstream exploded", "<html><body>Bad Gateway</body></html>\n"])
+        body = rng.choice(["upstream exploded", "<html><body>Bad Gateway</body></html>\n", "y" * 5000, "  padded  \n"])
     elif kind == "empty":
         body = ""
     elif kind == "long":
@@ -754,7 +755,7 @@ def _not_implemented(case: dict[str, Any], kind: str, pi: Any, ta: Any) -> tuple
                     del pm["reasoning_content"]
         for header in ("x-session-id", "session_id", "x-client-request-id", "x-session-affinity", "x-opencode-session"):
             if header in p["headers"] and header not in t["headers"]:
-                if header != "x-opencode-session" or m["provider"] == "opencode":
+                if header != "x-opencode-session" or m["provider"] in ("opencode", "opencode-go"):
                     if header == "x-opencode-session" or compat["sendSessionAffinityHeaders"]:
                         del p["headers"][header]
     return pi, ta
