@@ -64,6 +64,15 @@ COMPAT_SWITCHES: dict[str, list[Any]] = {
     "supportsLongCacheRetention": [True, False],
     "promptCacheKeyMode": ["auto", "enabled", "disabled"],
 }
+# Switches pi reads and trio_agent does not implement (docs: "not implemented").
+UNIMPLEMENTED_SWITCHES: dict[str, list[Any]] = {
+    "thinkingFormat": ["deepseek", "zai", "together"],
+    "requiresReasoningContentOnAssistantMessages": [True, False],
+    "requiresThinkingAsText": [True],
+    "sendSessionAffinityHeaders": [True, False],
+    "sessionAffinityFormat": ["openai", "openrouter"],
+    "cacheControlFormat": ["anthropic"],
+}
 
 THINKING_LEVEL_MAPS: list[dict[str, Any]] = [
     {"off": None},
@@ -115,7 +124,7 @@ def make_model(rng: random.Random) -> dict[str, Any]:
     m = g.model(rng, API, provider)
     m["baseUrl"] = base
     if provider == "openrouter" and rng.random() < 0.3:
-        m["id"] = rng.choice(["openai/gpt-x", "deepseek/deepseek-r1"])
+        m["id"] = rng.choice(["openai/gpt-x", "deepseek/deepseek-r1", "anthropic/claude-x"])
     if rng.random() < 0.05:
         m["maxTokens"] = 0
     if rng.random() < 0.3:
@@ -125,6 +134,9 @@ def make_model(rng: random.Random) -> dict[str, Any]:
     if rng.random() < 0.6:
         keys = rng.sample(sorted(COMPAT_SWITCHES), rng.randint(1, 4))
         m["compat"] = {k: rng.choice(COMPAT_SWITCHES[k]) for k in keys}
+        if rng.random() < 0.2:
+            extra = rng.choice(sorted(UNIMPLEMENTED_SWITCHES))
+            m["compat"][extra] = rng.choice(UNIMPLEMENTED_SWITCHES[extra])
     return m
 
 
@@ -619,6 +631,8 @@ def pi_compat(m: dict[str, Any]) -> dict[str, Any]:
         "thinkingFormat": "deepseek" if deepseek else "zai" if zai else "together" if together else "openrouter" if openrouter else "openai",
         "requiresReasoningContentOnAssistantMessages": deepseek,
         "sendSessionAffinityHeaders": openrouter,
+        "requiresThinkingAsText": False,
+        "cacheControlFormat": "anthropic" if provider == "openrouter" and m["id"].startswith("anthropic/") else None,
     }
     return {k: (m.get("compat") or {}).get(k, v) for k, v in detected.items()}
 
@@ -749,6 +763,21 @@ def _not_implemented(case: dict[str, Any], kind: str, pi: Any, ta: Any) -> tuple
                 pb.pop("reasoning", None)
             pb.pop("reasoning_effort", None)
             tb.pop("reasoning_effort", None)
+        retention = case["options"].get("cacheRetention", "short")
+        if compat["cacheControlFormat"] == "anthropic" and retention != "none":
+            _strip_cache_control(pb, tb)
+        if compat["requiresThinkingAsText"] and isinstance(pb.get("messages"), list):
+            # pi sends thinking as a text part (an assistant message of thinking only too)
+            theirs = tb.get("messages") or []
+            kept: list[Any] = []
+            for pm in pb["messages"]:
+                tm = theirs[len(kept)] if len(kept) < len(theirs) else {}
+                if pm.get("role") == "assistant" and isinstance(pm.get("content"), list):
+                    if tm.get("role") != "assistant":
+                        continue
+                    pm = tm
+                kept.append(pm)
+            pb["messages"] = kept
         if compat["requiresReasoningContentOnAssistantMessages"] and m["reasoning"]:
             for pm, tm in zip(pb.get("messages") or [], tb.get("messages") or []):
                 if pm.get("role") == "assistant" and pm.get("reasoning_content") == "" and "reasoning_content" not in tm:
@@ -759,6 +788,21 @@ def _not_implemented(case: dict[str, Any], kind: str, pi: Any, ta: Any) -> tuple
                     if header == "x-opencode-session" or compat["sendSessionAffinityHeaders"]:
                         del p["headers"][header]
     return pi, ta
+
+
+def _strip_cache_control(pb: dict[str, Any], tb: dict[str, Any]) -> None:
+    # cacheControlFormat "anthropic": pi marks the system prompt, the last tool and the last
+    # message with cache_control, turning their string content into one text part.
+    for tool in pb.get("tools") or []:
+        tool.pop("cache_control", None)
+    for pm, tm in zip(pb.get("messages") or [], tb.get("messages") or []):
+        content = pm.get("content")
+        if isinstance(content, list):
+            for part in content:
+                if isinstance(part, dict):
+                    part.pop("cache_control", None)
+            if len(content) == 1 and isinstance(tm.get("content"), str) and content[0].get("text") == tm["content"]:
+                pm["content"] = tm["content"]
 
 
 def _empty_data(case: dict[str, Any], kind: str, pi: Any, ta: Any) -> tuple[Any, Any]:
