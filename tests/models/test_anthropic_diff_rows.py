@@ -14,6 +14,7 @@ from test_anthropic import (
     block_stop,
     collect,
     final_error,
+    frame,
     make_model,
     message_delta,
     message_start,
@@ -24,6 +25,7 @@ from test_anthropic import (
 from trio_agent import (
     DoneEvent,
     LlmContext,
+    ModelCost,
     StreamOptions,
     SystemMessage,
     TextContent,
@@ -34,6 +36,8 @@ from trio_agent import (
 )
 from trio_agent.models._anthropic import build_anthropic_request
 from trio_agent.models._sse import SseDecoder
+
+PRICES = ModelCost(input=3, output=15, cache_read=0.3, cache_write=3.75)
 
 # ---------------------------------------------------------------------------------------
 # Event data with raw control characters or stray backslashes is repaired
@@ -290,3 +294,32 @@ def test_an_empty_event_name_without_data_is_no_event(tail: bytes) -> None:
         decoder = SseDecoder()
         events = [*decoder.feed(body[:cut]), *decoder.feed(body[cut:]), *decoder.end()]
         assert [(event.event, event.data) for event in events] == [("message", "a")], cut
+
+
+# ---------------------------------------------------------------------------------------
+# A message_start without usage counts zeros (documented)
+
+
+async def test_a_message_start_without_usage_counts_zeros(
+    sse_server: SseServer, http_client: httpx.AsyncClient
+) -> None:
+    start = frame("message_start", {"message": {"id": "msg_9", "model": "claude-test"}})
+    sse_server.enqueue(
+        sse_response(
+            [
+                start,
+                block_start(0, {"type": "text", "text": ""}),
+                block_delta(0, {"type": "text_delta", "text": "ok"}),
+                block_stop(0),
+                message_delta("end_turn", usage={"output_tokens": 4}),
+                MESSAGE_STOP,
+            ]
+        )
+    )
+    events = await collect(server_model(sse_server, cost=PRICES), http_client)
+    last = events[-1]
+    assert isinstance(last, DoneEvent)
+    assert last.message.response_id == "msg_9"
+    assert (last.message.usage.input, last.message.usage.output) == (0, 4)
+    assert last.message.usage.total_tokens == 4
+    assert last.message.usage.cost.total == pytest.approx(0.00006)

@@ -36,6 +36,8 @@ def _model(rng: random.Random) -> dict[str, Any]:
     m = g.model(rng, API, provider)
     m["contextWindow"] = rng.choice([0, 0, 8192, 16000, 60000, 200000])
     m["maxTokens"] = rng.choice([1024, 4096, 8000, 32000, 64000])
+    if rng.random() < 0.05:
+        m["baseUrl"] = "/openrouter.ai/api"  # an OpenRouter host, detected by its URL
     compat: dict[str, Any] = {}
     for key, values in (
         ("supportsEagerToolInputStreaming", [False, True]),
@@ -46,6 +48,7 @@ def _model(rng: random.Random) -> dict[str, Any]:
         ("supportsStrictTools", [True, False]),
         ("forceAdaptiveThinking", [True, False]),
         ("sendSessionAffinityHeaders", [True, False]),
+        ("sessionAffinityFormat", ["openrouter", "other"]),
         ("cacheRetention", ["none", "short", "long", "long"]),
     ):
         if rng.random() < 0.2:
@@ -71,6 +74,8 @@ def _model(rng: random.Random) -> dict[str, Any]:
                 {"x-model-header": "m1"},
                 {"anthropic-beta": "model-beta-1,model-beta-2"},
                 {"X-Trace": "t-1", "anthropic-beta": " a1 ,a1,, b2"},
+                {"anthropic-version": "2099-01-01"},
+                {"accept": "text/event-stream"},
             ]
         )
     return m
@@ -104,6 +109,10 @@ def _options(rng: random.Random, m: dict[str, Any]) -> dict[str, Any]:
                 {"anthropic-beta": "foo-1, bar-2,foo-1"},
                 {"anthropic-beta": "opt-beta"},
                 {"X-Extra": "2", "x-model-header": "from-options"},
+                {"anthropic-dangerous-direct-browser-access": None},
+                {"x-model-header": None},
+                {"x-api-key": "sk-from-header"},
+                {"authorization": "Bearer tok-1"},
             ]
         )
     return o
@@ -144,6 +153,11 @@ def _transcript(rng: random.Random, m: dict[str, Any]) -> list[dict[str, Any]]:
             if rng.random() < 0.15:
                 extra.append({"type": "text", "text": "  \n"})
             msg["content"][0:0] = extra
+            for block in msg["content"]:
+                if block["type"] == "text" and rng.random() < 0.15:
+                    block["textSignature"] = json.dumps({"v": 1, "id": "msg_x"})
+                elif block["type"] == "toolCall" and rng.random() < 0.15:
+                    block["thoughtSignature"] = "thought-sig"
             if rng.random() < 0.3:
                 for block in msg["content"]:
                     if block["type"] == "toolCall" and rng.random() < 0.7:
@@ -175,8 +189,16 @@ def _transcript(rng: random.Random, m: dict[str, Any]) -> list[dict[str, Any]]:
                     [{"type": "image", "data": g.PNG_1PX, "mimeType": "image/png"}],
                 ]
             )
-        elif role == "system" and msg is not messages[0] and rng.random() < 0.3:
-            msg["toolsAdded"] = [rng.choice(g.TOOLS)]
+        elif role == "system" and msg is not messages[0]:
+            r = rng.random()
+            if r < 0.3:
+                msg["toolsAdded"] = [rng.choice(g.TOOLS)]
+            elif r < 0.45:
+                msg["toolsRemoved"] = [{"name": rng.choice(g.TOOLS)["name"]}]
+            elif r < 0.6:
+                msg["sections"] = {"rules": g.text(rng), "gone": None}
+    if messages[0]["role"] == "system" and rng.random() < 0.15:
+        messages[0]["sections"] = {"rules": "Be brief.", "style": g.text(rng)}
     # A failed turn with a tool call: dropped with its calls (results, if any, see U40).
     if rng.random() < 0.12:
         call_id = f"toolu_err_{rng.randint(0, 999)}"
@@ -303,12 +325,17 @@ def _message_events(rng: random.Random, m: dict[str, Any]) -> tuple[list[Event],
         "stop_sequence": None,
         "usage": _usage_start(rng),
     }
+    if rng.random() < 0.03:
+        del start_message["usage"]  # a proxy that leaves it out
+        facts["no_start_usage"] = True
     events.append(("message_start", {"type": "message_start", "message": start_message}))
     if rng.random() < 0.3:
         events.append(("ping", {"type": "ping"}))
     kinds = rng.choices(["text", "thinking", "redacted", "tool", "unknown"], weights=[5, 3, 1, 3, 0.5], k=rng.randint(0, 4))
     has_tool = False
-    for index, kind in enumerate(kinds):
+    offset = rng.choice([0, 0, 0, 1, 5])  # block indexes need not start at 0
+    for position, kind in enumerate(kinds):
+        index = position + offset
         deltas: list[dict[str, Any]] = []
         if kind == "text":
             initial = g.text(rng, 1, 1) if rng.random() < 0.15 else ""
@@ -321,6 +348,8 @@ def _message_events(rng: random.Random, m: dict[str, Any]) -> tuple[list[Event],
             block = {"type": "thinking", "thinking": "", "signature": ""}
             if rng.random() < 0.1:
                 block = {"type": "thinking", "thinking": "Init. "}
+            elif rng.random() < 0.1:
+                block = {"type": "thinking", "thinking": "", "signature": "start-sig-"}
             for piece in _split(rng, g.text(rng, 1, 6)):
                 deltas.append({"type": "thinking_delta", "thinking": piece})
             if rng.random() < 0.85:
@@ -335,6 +364,8 @@ def _message_events(rng: random.Random, m: dict[str, Any]) -> tuple[list[Event],
             if not args and rng.random() < 0.5:
                 start_input = {"path": "/init"}
                 facts["start_input_only"] = True
+            elif args and rng.random() < 0.1:
+                start_input = {"city": "replaced by the deltas"}
             block = {"type": "tool_use", "id": f"toolu_{rng.randint(0, 10**6):06d}", "name": name, "input": start_input}
             if args or rng.random() < 0.5:
                 for piece in _split(rng, args) if args else [""]:
@@ -348,6 +379,12 @@ def _message_events(rng: random.Random, m: dict[str, Any]) -> tuple[list[Event],
             if rng.random() < 0.03:
                 events.append(("ping", {"type": "ping"}))
         events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+        if rng.random() < 0.03:
+            # A delta for a block that already stopped: ignored.
+            events.append(("content_block_delta", {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": "stray"}}))
+    if rng.random() < 0.1:
+        # A first message_delta with usage only.
+        events.append(("message_delta", {"type": "message_delta", "delta": {"stop_reason": None, "stop_sequence": None}, "usage": {"output_tokens": 1, "input_tokens": 7}}))
     r = rng.random()
     if r < 0.05:
         stop = "pause_turn"
@@ -384,6 +421,9 @@ def _frame(rng: random.Random, events: list[Event], facts: dict[str, Any]) -> st
     if variant < 0.1:
         eol = "\r\n"
         facts["crlf"] = True
+    elif variant < 0.13:
+        eol = "\r"
+        facts["cr"] = True
     out = []
     for name, data in events:
         lines = []
@@ -469,6 +509,12 @@ def _responses(rng: random.Random, m: dict[str, Any], options: dict[str, Any]) -
         elif rr < 0.8:
             headers["x-should-retry"] = "false"
             headers["retry-after-ms"] = "1"
+        elif rr < 0.85:
+            headers["retry-after"] = "Wed, 21 Oct 2015 07:28:00 GMT"
+        elif rr < 0.88:
+            headers["retry-after"] = "120"
+            options["maxRetryDelayMs"] = 0  # no cap: but a 120 s sleep is too long here
+            headers["retry-after"] = "0"
         else:
             headers["retry-after-ms"] = "1"
             headers["x-should-retry"] = "true"
@@ -479,8 +525,17 @@ def _responses(rng: random.Random, m: dict[str, Any], options: dict[str, Any]) -
         return [failing] * n + [_ok(rng, _frame(rng, events, facts))], facts, None
     if r < 0.75:
         facts["kind"] = "json200"
-        body = json.dumps({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
-        return [{"status": 200, "headers": {"Content-Type": "application/json"}, "body": body, "cuts": []}], facts, None
+        rr = rng.random()
+        if rr < 0.6:
+            body = json.dumps({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
+            ctype = "application/json"
+        elif rr < 0.8:
+            facts["kind"] = "not_a_stream"
+            body, ctype = "<html><body>maintenance</body></html>\n", "text/html"
+        else:
+            facts["kind"] = "not_a_stream"
+            body, ctype = "", "text/event-stream"
+        return [{"status": 200, "headers": {"Content-Type": ctype}, "body": body, "cuts": g.cuts(rng, body)}], facts, None
     if r < 0.81:
         facts["kind"] = "stream_error"
         at = rng.randint(1, len(events) - 1)
@@ -525,7 +580,7 @@ def _responses(rng: random.Random, m: dict[str, Any], options: dict[str, Any]) -
         # One event per chunk, 30 ms apart, so that the abort lands between two chunks on
         # both sides (pi's reader otherwise runs ahead of its consumer).
         body = _frame(rng, events, facts)
-        eol = "\r\n\r\n" if facts.get("crlf") else "\n\n"
+        eol = "\r\n\r\n" if facts.get("crlf") else "\r\r" if facts.get("cr") else "\n\n"
         pieces = body.split(eol)
         offsets, at = [], 0
         for piece in pieces[:-1]:
@@ -804,7 +859,40 @@ def _abort_text(case: dict[str, Any], kind: str, pi: Any, ta: Any) -> tuple[Any,
     return pi, ta
 
 
+def _start_without_usage(case: dict[str, Any], kind: str, pi: Any, ta: Any) -> tuple[Any, Any]:
+    # message_start without usage: pi fails reading it, trio_agent counts zeros.
+    if kind != "events" or not case.get("facts", {}).get("no_start_usage"):
+        return pi, ta
+    both = _error_text(pi, {"events": [{"type": "error", "error": {}}]})
+    if both and both[0].get("errorMessage") == "Cannot read properties of undefined (reading 'input_tokens')":
+        pi["events"] = copy.deepcopy(ta.get("events", []))
+    return pi, ta
+
+
+_U06_ERROR = re.compile(r"^Could not parse Anthropic SSE event \S+: Unexpected end of JSON input; data=; raw=(.*\\n)?event: \S+$")
+
+
+def _u06_split_crlf(case: dict[str, Any], kind: str, pi: Any, ta: Any) -> tuple[Any, Any]:
+    # pi's defect: a CRLF cut between two reads ends the line at the CR, and the LF opening
+    # the next read dispatches the event before its data line.
+    if kind != "events" or not case.get("facts", {}).get("crlf"):
+        return pi, ta
+    response = case["responses"][-1]
+    data = response.get("body", "").encode("utf-8")
+    if not any(data[c - 1 : c + 1] == b"\r\n" for c in response.get("cuts", []) if 0 < c < len(data)):
+        return pi, ta
+    last = _last(pi)
+    if last is None or last.get("type") != "error" or not _U06_ERROR.match(str(last["error"].get("errorMessage"))):
+        return pi, ta
+    before = pi["events"][:-1]
+    if ta.get("events", [])[: len(before)] == before:
+        pi["events"] = copy.deepcopy(ta["events"])
+    return pi, ta
+
+
 DOCUMENTED: list[tuple[str, Any]] = [
+    ("U06 · CRLF split across two reads (parity.md KEEP, pi defect)", _u06_split_crlf),
+    ("A message_start without usage counts zeros (Anthropic)", _start_without_usage),
     ("An abort always reads Request was aborted (Anthropic)", _abort_text),
     ("U61 · A thinking level is ignored when reasoning=False (Anthropic)", _u61_level_without_reasoning),
     ("U42 · max_tokens=0 means the model's limit (all APIs)", _u42_zero_max_tokens),
