@@ -32,9 +32,10 @@ from trio_agent import (
     ThinkingContent,
     ThinkingLevel,
     ToolCall,
+    ToolDeclaration,
     UserMessage,
 )
-from trio_agent.models._anthropic import build_anthropic_request
+from trio_agent.models._anthropic import build_anthropic_request, convert_anthropic_tools
 from trio_agent.models._sse import SseDecoder
 
 PRICES = ModelCost(input=3, output=15, cache_read=0.3, cache_write=3.75)
@@ -323,3 +324,111 @@ async def test_a_message_start_without_usage_counts_zeros(
     assert (last.message.usage.input, last.message.usage.output) == (0, 4)
     assert last.message.usage.total_tokens == 4
     assert last.message.usage.cost.total == pytest.approx(0.00006)
+
+
+# ---------------------------------------------------------------------------------------
+# U54 · strict tools: keywords Anthropic's strict mode rejects, and an unsupported model
+
+
+def strict_tool(b_schema: dict[str, Any], strict: str | None = None) -> ToolDeclaration:
+    sampling: dict[str, Any] = {"type": "json_schema"}
+    if strict is not None:
+        sampling["strict"] = strict
+    return ToolDeclaration(
+        name="strict_tool",
+        description="Strict.",
+        parameters={
+            "type": "object",
+            "properties": {"a": {"type": "integer"}, "b": b_schema},
+            "required": ["a"],
+        },
+        constrained_sampling=sampling,
+    )
+
+
+@pytest.mark.parametrize(
+    ("b_schema", "problem"),
+    [
+        ({"type": "integer", "minimum": 0}, "minimum: 0 is unsupported"),
+        ({"type": "string", "format": "phone"}, 'format: "phone" is unsupported'),
+        (
+            {"type": "array", "items": {"type": "string"}, "minItems": 2},
+            "minItems: 2 is unsupported",
+        ),
+        (
+            {"type": "array", "items": {"type": "number", "multipleOf": 0.5}},
+            "multipleOf: 0.5 is unsupported",
+        ),
+        (
+            {"anyOf": [{"type": "string", "maxLength": 3}, {"type": "integer", "maximum": 9}]},
+            "maximum: 9 is unsupported",
+        ),
+    ],
+)
+def test_a_keyword_anthropic_rejects_in_strict_mode_keeps_the_tool_non_strict(
+    b_schema: dict[str, Any], problem: str
+) -> None:
+    model = make_model(compat={"supportsStrictTools": True})
+    for strict in (None, "prefer"):
+        (tool,) = convert_anthropic_tools([strict_tool(b_schema, strict)], model)
+        assert "strict" not in tool
+        assert tool["input_schema"]["properties"]["b"] == b_schema
+    with pytest.raises(ValueError) as caught:
+        convert_anthropic_tools([strict_tool(b_schema, "require")], model)
+    assert str(caught.value) == (
+        f'Tool "strict_tool" requires JSON-schema constrained sampling, but {problem}.'
+    )
+
+
+@pytest.mark.parametrize(
+    "b_schema",
+    [
+        {"type": "string", "format": "email"},
+        {"type": "array", "items": {"type": "string"}, "minItems": 1},
+        {"type": "string", "maxLength": 3},
+    ],
+)
+def test_keywords_anthropic_accepts_stay_strict(b_schema: dict[str, Any]) -> None:
+    model = make_model(compat={"supportsStrictTools": True})
+    (tool,) = convert_anthropic_tools([strict_tool(b_schema, "require")], model)
+    assert tool["strict"] is True
+    assert tool["input_schema"]["properties"]["b"] == {"anyOf": [b_schema, {"type": "null"}]}
+
+
+def test_a_required_strict_tool_on_a_model_without_strict_tools() -> None:
+    with pytest.raises(ValueError) as caught:
+        convert_anthropic_tools([strict_tool({"type": "integer"}, "require")], make_model())
+    assert str(caught.value) == (
+        'Tool "strict_tool" requires JSON-schema constrained sampling, '
+        "but strict tools are unsupported."
+    )
+
+
+def test_a_strict_schema_keeps_its_other_root_keywords() -> None:
+    model = make_model(compat={"supportsStrictTools": True})
+    parameters = {
+        "type": "object",
+        "description": "Arguments.",
+        "properties": {"a": {"type": "integer"}},
+        "required": ["a"],
+    }
+    tool = ToolDeclaration(
+        name="t",
+        description="d",
+        parameters=parameters,
+        constrained_sampling={"type": "json_schema"},
+    )
+    loose = ToolDeclaration(name="u", description="d", parameters=parameters)
+    strict_entry, loose_entry = convert_anthropic_tools([tool, loose], model)
+    assert strict_entry["input_schema"] == {
+        "type": "object",
+        "description": "Arguments.",
+        "properties": {"a": {"type": "integer"}},
+        "required": ["a"],
+        "additionalProperties": False,
+    }
+    assert loose_entry["input_schema"] == {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}},
+        "required": ["a"],
+    }

@@ -55,7 +55,7 @@ from ._http import (
     compat_value,
     stream_http,
 )
-from ._strict_tools import strict_schema_for
+from ._strict_tools import strict_schema_for, wants_strict
 from ._transform import sanitize_surrogates, transform_messages
 
 __all__ = [
@@ -277,14 +277,87 @@ def _eager_input_streaming(model: Model) -> bool:
     return compat_value(model, "supportsEagerToolInputStreaming", True) is not False
 
 
+# Keywords Anthropic's strict mode rejects with a 400 for the whole request.
+_STRICT_REJECTED_KEYWORDS = frozenset(
+    {
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+        "maxItems",
+        "uniqueItems",
+        "minContains",
+        "maxContains",
+        "minProperties",
+        "maxProperties",
+    }
+)
+_STRICT_STRING_FORMATS = frozenset(
+    {"date-time", "time", "date", "duration", "email", "hostname", "uri", "ipv4", "ipv6", "uuid"}
+)
+
+
+def _strict_rejected_keyword(schema: Any) -> str | None:
+    """The first keyword of ``schema`` (or a nested schema) that Anthropic's strict mode
+    rejects, as ``<keyword>: <JSON value> is unsupported``; ``None`` when there is none."""
+    if not isinstance(schema, dict):
+        return None
+    for key, value in schema.items():
+        rejected = (
+            key in _STRICT_REJECTED_KEYWORDS
+            or (key == "minItems" and value not in (0, 1))
+            or (
+                key == "format" and not (isinstance(value, str) and value in _STRICT_STRING_FORMATS)
+            )
+        )
+        if rejected:
+            return f"{key}: {compact_json(value)} is unsupported"
+    nested: list[Any] = []
+    if isinstance(schema.get("anyOf"), list):
+        nested.extend(schema["anyOf"])
+    nested.append(schema.get("items"))
+    if isinstance(schema.get("properties"), dict):
+        nested.extend(schema["properties"].values())
+    for member in nested:
+        problem = _strict_rejected_keyword(member)
+        if problem is not None:
+            return problem
+    return None
+
+
+def _strict_schema(tool: ToolDeclaration, model: Model) -> dict[str, Any] | None:
+    # The shared rule (see ._strict_tools), with upstream's wording for a model without
+    # strict tools and Anthropic's own keyword limits on top.
+    if not wants_strict(tool):
+        return None
+    problem: str | None = None
+    if compat_value(model, "supportsStrictTools", False) is not True:
+        problem = "strict tools are unsupported"
+    else:
+        schema = strict_schema_for(tool, supported=True, provider=model.provider)
+        if schema is None:
+            return None
+        problem = _strict_rejected_keyword(tool.parameters)
+        if problem is None:
+            return schema
+    if tool.constrained_sampling.get("strict") == "require":
+        raise ValueError(
+            f'Tool "{tool.name}" requires JSON-schema constrained sampling, but {problem}.'
+        )
+    return None
+
+
 def convert_anthropic_tools(tools: Sequence[ToolDeclaration], model: Model) -> list[dict[str, Any]]:
     """Convert tool declarations to Anthropic ``tools`` entries.
 
     With ``compat.supportsStrictTools`` a tool asking for JSON-schema constrained sampling
-    gets ``strict: true`` and its schema in strict form (see :mod:`._strict_tools`).
+    gets ``strict: true`` and its schema in strict form (see :mod:`._strict_tools`), unless
+    its schema uses a keyword Anthropic's strict mode rejects (``minimum``, ``maxItems``,
+    a ``format`` other than the supported ones, ...): then it goes out non-strict under
+    ``strict: "prefer"`` and fails the request under ``"require"``.
     """
     eager = _eager_input_streaming(model)
-    supported = compat_value(model, "supportsStrictTools", False) is True
     converted: list[dict[str, Any]] = []
     for tool in tools:
         entry: dict[str, Any] = {
@@ -293,8 +366,12 @@ def convert_anthropic_tools(tools: Sequence[ToolDeclaration], model: Model) -> l
         }
         if eager:
             entry["eager_input_streaming"] = True
-        strict_schema = strict_schema_for(tool, supported=supported, provider=model.provider)
-        entry["input_schema"] = _input_schema(strict_schema or tool.parameters)
+        strict_schema = _strict_schema(tool, model)
+        if strict_schema is None:
+            entry["input_schema"] = _input_schema(tool.parameters)
+        else:
+            # A strict schema keeps its other root keywords (e.g. a description).
+            entry["input_schema"] = {**strict_schema, **_input_schema(strict_schema)}
         if strict_schema is not None:
             entry["strict"] = True
         converted.append(entry)

@@ -219,14 +219,34 @@ def _transcript(rng: random.Random, m: dict[str, Any]) -> list[dict[str, Any]]:
             messages.append({"role": "toolResult", "toolCallId": call_id, "toolName": "noop", "content": [{"type": "text", "text": "result of errored call"}], "isError": False, "timestamp": ts + 1})
         messages.append({"role": "user", "content": "go on", "timestamp": ts + 2})
     # A constrained (strict) tool declaration.
-    if rng.random() < 0.1 and messages[0]["role"] == "system":
+    if rng.random() < 0.25 and messages[0]["role"] == "system":
+        b_schema = rng.choice(
+            [
+                {"type": "integer"},
+                {"type": "integer", "minimum": 0},  # a keyword Anthropic's strict mode rejects
+                {"type": "string", "format": "email"},
+                {"type": "string", "format": "phone"},
+                {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                {"type": "array", "items": {"type": "string"}, "minItems": 2},
+                {"type": "object", "properties": {"x": {"type": "string"}}},
+                {"anyOf": [{"type": "string"}, {"type": "null"}]},
+                {"$ref": "#/$defs/b"},
+                {"type": ["string", "null"]},
+                # Left out: a bare enum (pi: typed, strict) and "const": null (pi: allows
+                # null, no anyOf added). The shared strict converter (._strict_tools)
+                # differs from pi there, for every API.
+            ]
+        )
+        parameters: dict[str, Any] = {"type": "object", "properties": {"a": {"type": "integer"}, "b": b_schema}, "required": ["a"]}
+        if "$ref" in b_schema:
+            parameters["$defs"] = {"b": {"type": "string"}}
+        if rng.random() < 0.3:
+            parameters["description"] = "Arguments."
+        sampling: dict[str, Any] = {"type": "json_schema"}
+        if rng.random() < 0.7:
+            sampling["strict"] = rng.choice(["prefer", "require"])
         messages[0].setdefault("toolsAdded", []).append(
-            {
-                "name": "strict_tool",
-                "description": "Strict.",
-                "parameters": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a"]},
-                "constrainedSampling": {"type": "json_schema"},
-            }
+            {"name": "strict_tool", "description": "Strict.", "parameters": parameters, "constrainedSampling": sampling}
         )
     # A long history, so the context window clamps max_tokens.
     if rng.random() < 0.15:
@@ -826,9 +846,21 @@ def _u23_unknown_stop_usage(case: dict[str, Any], kind: str, pi: Any, ta: Any) -
     return pi, ta
 
 
+_MESSAGE_STOP_LINE = re.compile(r'data: ?\{"type": "message_stop"\}(\r\n|\r|\n)')
+
+
 def _u26_after_message_stop(case: dict[str, Any], kind: str, pi: Any, ta: Any) -> tuple[Any, Any]:
-    # pi reads past message_stop: a late block or error event changes its outcome.
-    if kind != "events" or case.get("facts", {}).get("kind") != "after_stop":
+    # pi reads past message_stop: a late block or error event changes its outcome, and so
+    # does a connection dropped after it.
+    if kind != "events":
+        return pi, ta
+    if case.get("facts", {}).get("kind") == "disconnect":
+        p_last, t_last = _last(pi), _last(ta)
+        if _MESSAGE_STOP_LINE.search(case["responses"][-1]["body"]) and p_last and t_last:
+            if p_last.get("type") == "error" and t_last.get("type") == "done":
+                pi["events"][-1] = copy.deepcopy(t_last)
+        return pi, ta
+    if case.get("facts", {}).get("kind") != "after_stop":
         return pi, ta
     t_last, t_message = _last(ta), _final_message(ta)
     if t_last is None or t_message is None:
@@ -890,7 +922,24 @@ def _u06_split_crlf(case: dict[str, Any], kind: str, pi: Any, ta: Any) -> tuple[
     return pi, ta
 
 
+_REQUIRE = re.compile(r'^(Tool "[^"]+" requires JSON-schema constrained sampling, but )(.*)\.$', re.S)
+
+
+def _strict_reason_wording(case: dict[str, Any], kind: str, pi: Any, ta: Any) -> tuple[Any, Any]:
+    # A required strict tool whose schema cannot be converted: the reason names the path.
+    if kind != "events":
+        return pi, ta
+    both = _error_text(pi, ta)
+    if both:
+        mp = _REQUIRE.match(str(both[0].get("errorMessage", "")))
+        mt = _REQUIRE.match(str(both[1].get("errorMessage", "")))
+        if mp and mt and mt.group(2).startswith("its schema cannot be made strict ("):
+            both[1]["errorMessage"] = both[0]["errorMessage"]
+    return pi, ta
+
+
 DOCUMENTED: list[tuple[str, Any]] = [
+    ("Why a required strict tool cannot be strict (all APIs)", _strict_reason_wording),
     ("U06 · CRLF split across two reads (parity.md KEEP, pi defect)", _u06_split_crlf),
     ("A message_start without usage counts zeros (Anthropic)", _start_without_usage),
     ("An abort always reads Request was aborted (Anthropic)", _abort_text),
