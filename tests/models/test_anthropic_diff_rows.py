@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import aclosing
 from typing import Any
 
 import httpx
@@ -35,7 +36,12 @@ from trio_agent import (
     ToolDeclaration,
     UserMessage,
 )
-from trio_agent.models._anthropic import build_anthropic_request, convert_anthropic_tools
+from trio_agent.models._anthropic import (
+    build_anthropic_request,
+    convert_anthropic_tools,
+    stream_anthropic,
+)
+from trio_agent.models._http import HttpEnv
 from trio_agent.models._sse import SseDecoder
 
 PRICES = ModelCost(input=3, output=15, cache_read=0.3, cache_write=3.75)
@@ -432,3 +438,36 @@ def test_a_strict_schema_keeps_its_other_root_keywords() -> None:
         "properties": {"a": {"type": "integer"}},
         "required": ["a"],
     }
+
+
+# ---------------------------------------------------------------------------------------
+# A cf-aig-authorization header is enough (documented)
+
+
+async def test_a_cloudflare_gateway_header_stands_in_for_the_key(
+    sse_server: SseServer, http_client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    sse_server.enqueue(
+        sse_response(
+            [
+                message_start(),
+                block_start(0, {"type": "text", "text": "ok"}),
+                block_stop(0),
+                message_delta("end_turn"),
+                MESSAGE_STOP,
+            ]
+        )
+    )
+    options = StreamOptions(headers={"cf-aig-authorization": "Bearer cf"})
+    context = LlmContext(messages=[UserMessage(content="hi")])
+    env = HttpEnv(client=http_client)
+    async with aclosing(
+        stream_anthropic(server_model(sse_server), context, options, env)
+    ) as stream:
+        events = [event async for event in stream]
+    assert isinstance(events[-1], DoneEvent)
+    (request,) = sse_server.requests
+    assert request.headers["cf-aig-authorization"] == "Bearer cf"
+    assert "x-api-key" not in request.headers
+    assert "authorization" not in request.headers
