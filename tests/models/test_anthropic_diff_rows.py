@@ -471,3 +471,34 @@ async def test_a_cloudflare_gateway_header_stands_in_for_the_key(
     assert request.headers["cf-aig-authorization"] == "Bearer cf"
     assert "x-api-key" not in request.headers
     assert "authorization" not in request.headers
+
+
+# ---------------------------------------------------------------------------------------
+# Empty fields from the server (documented)
+
+
+async def test_an_empty_model_name_and_redacted_thinking_without_data(
+    sse_server: SseServer, http_client: httpx.AsyncClient
+) -> None:
+    start = frame(
+        "message_start",
+        {"message": {"id": "m", "model": "", "usage": {"input_tokens": 1, "output_tokens": 1}}},
+    )
+    sse_server.enqueue(
+        sse_response(
+            [
+                start,
+                block_start(0, {"type": "redacted_thinking"}),
+                block_stop(0),
+                message_delta("end_turn"),
+                MESSAGE_STOP,
+            ]
+        )
+    )
+    events = await collect(server_model(sse_server), http_client)
+    last = events[-1]
+    assert isinstance(last, DoneEvent)
+    assert last.message.response_model is None
+    assert last.message.content == [
+        ThinkingContent(thinking="[Reasoning redacted]", thinking_signature="", redacted=True)
+    ]

@@ -339,7 +339,7 @@ def _message_events(rng: random.Random, m: dict[str, Any]) -> tuple[list[Event],
     """The events of one response and facts about it (for the documented rules)."""
     facts: dict[str, Any] = {}
     events: list[Event] = []
-    model_id = m["id"] if rng.random() < 0.85 else "routed-model-x"
+    model_id = m["id"] if rng.random() < 0.85 else rng.choice(["routed-model-x", "routed-model-x", ""])
     start_message: dict[str, Any] = {
         "id": f"msg_{rng.randint(0, 10**6)}",
         "type": "message",
@@ -365,6 +365,8 @@ def _message_events(rng: random.Random, m: dict[str, Any]) -> tuple[list[Event],
         if kind == "text":
             initial = g.text(rng, 1, 1) if rng.random() < 0.15 else ""
             block: dict[str, Any] = {"type": "text", "text": initial}
+            if rng.random() < 0.05:
+                del block["text"]
             for piece in _split(rng, g.text(rng, 1, 6)):
                 deltas.append({"type": "text_delta", "text": piece})
             if rng.random() < 0.1:
@@ -382,6 +384,8 @@ def _message_events(rng: random.Random, m: dict[str, Any]) -> tuple[list[Event],
                     deltas.append({"type": "signature_delta", "signature": piece})
         elif kind == "redacted":
             block = {"type": "redacted_thinking", "data": "EmwKAhgBEgy" + str(rng.randint(0, 10**6))}
+            if rng.random() < 0.1:
+                del block["data"]
         elif kind == "tool":
             has_tool = True
             name, args = _args_text(rng)
@@ -392,6 +396,8 @@ def _message_events(rng: random.Random, m: dict[str, Any]) -> tuple[list[Event],
             elif args and rng.random() < 0.1:
                 start_input = {"city": "replaced by the deltas"}
             block = {"type": "tool_use", "id": f"toolu_{rng.randint(0, 10**6):06d}", "name": name, "input": start_input}
+            if not start_input and rng.random() < 0.1:
+                del block["input"]
             if args or rng.random() < 0.5:
                 for piece in _split(rng, args) if args else [""]:
                     deltas.append({"type": "input_json_delta", "partial_json": piece})
@@ -970,6 +976,23 @@ def _cloudflare_header_only(case: dict[str, Any], kind: str, pi: Any, ta: Any) -
     return pi, ta
 
 
+def _empty_server_fields(case: dict[str, Any], kind: str, pi: Any, ta: Any) -> tuple[Any, Any]:
+    # An empty model name sets no responseModel; redacted thinking without data gets "".
+    if kind != "events":
+        return pi, ta
+    for p_event, t_event in zip(pi.get("events", []), ta.get("events", [])):
+        for key in ("message", "error"):
+            pm, tm = p_event.get(key), t_event.get(key)
+            if not isinstance(pm, dict) or not isinstance(tm, dict):
+                continue
+            if pm.get("responseModel") == "" and "responseModel" not in tm:
+                del pm["responseModel"]
+            for pb, tb in zip(pm.get("content", []), tm.get("content", [])):
+                if pb.get("redacted") and "thinkingSignature" not in pb and tb.get("thinkingSignature") == "":
+                    del tb["thinkingSignature"]
+    return pi, ta
+
+
 DOCUMENTED: list[tuple[str, Any]] = [
     ("A cf-aig-authorization header is enough (Anthropic)", _cloudflare_header_only),
     ("Smaller provider differences: Missing key", _missing_key),
@@ -989,4 +1012,5 @@ DOCUMENTED: list[tuple[str, Any]] = [
     ("Smaller provider differences: Argument errors", _arguments_error_wording),
     ("U23 · Usage is kept when the stop reason is unknown (Anthropic)", _u23_unknown_stop_usage),
     ("U26 · Nothing after message_stop is read (Anthropic)", _u26_after_message_stop),
+    ("Empty fields from the server (Anthropic)", _empty_server_fields),
 ]
