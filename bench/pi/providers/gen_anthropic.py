@@ -253,6 +253,11 @@ def _transcript(rng: random.Random, m: dict[str, Any]) -> list[dict[str, Any]]:
         messages[0].setdefault("toolsAdded", []).append(
             {"name": "strict_tool", "description": "Strict.", "parameters": parameters, "constrainedSampling": sampling}
         )
+    # Ending with the assistant's turn (a prefill, or calls without results yet).
+    if rng.random() < 0.06 and len(messages) >= 2 and messages[-2]["role"] == "assistant" and messages[-1]["role"] == "user":
+        messages.pop()
+    if messages[0]["role"] == "system" and rng.random() < 0.05:
+        messages[0]["content"] = ""
     # A long history, so the context window clamps max_tokens.
     if rng.random() < 0.15:
         messages.insert(
@@ -507,6 +512,8 @@ def _error_body(rng: random.Random, status: int) -> tuple[str, str]:
         return "text/plain", "x" * 5000
     if r < 0.9:
         return "application/json", json.dumps({"type": "error", "error": {"type": kind, "message": "long " * 1000}})
+    if r < 0.95:
+        return "text/event-stream", 'data: {"error":{"message":"sse bad"}}\n\n'
     return "application/json", "[1,2]"
 
 
@@ -569,7 +576,7 @@ def _responses(rng: random.Random, m: dict[str, Any], options: dict[str, Any]) -
         return [{"status": 200, "headers": {"Content-Type": ctype}, "body": body, "cuts": g.cuts(rng, body)}], facts, None
     if r < 0.81:
         facts["kind"] = "stream_error"
-        at = rng.randint(1, len(events) - 1)
+        at = rng.randint(0, len(events) - 1)
         error = rng.choice(
             [
                 {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
@@ -581,7 +588,7 @@ def _responses(rng: random.Random, m: dict[str, Any], options: dict[str, Any]) -
         return [_ok(rng, _frame(rng, events, facts))], facts, None
     if r < 0.86:
         facts["kind"] = "malformed"
-        at = rng.randint(1, len(events) - 1)
+        at = rng.randint(0, len(events) - 1)
         name = rng.choice(["content_block_delta", "message_delta", "ping"])
         bad = rng.choice(["{this is not json}", "", "repair"])
         if bad == "repair":
@@ -608,7 +615,7 @@ def _responses(rng: random.Random, m: dict[str, Any], options: dict[str, Any]) -
         return [response], facts, None
     if r < 0.96:
         facts["kind"] = "abort"
-        # One event per chunk, 30 ms apart, so that the abort lands between two chunks on
+        # One event per chunk, 50 ms apart, so that the abort lands between two chunks on
         # both sides (pi's reader otherwise runs ahead of its consumer).
         body = _frame(rng, events, facts)
         eol = "\r\n\r\n" if facts.get("crlf") else "\r\r" if facts.get("cr") else "\n\n"
@@ -619,7 +626,7 @@ def _responses(rng: random.Random, m: dict[str, Any], options: dict[str, Any]) -
             offsets.append(at)
         response = _ok(rng, body)
         response["cuts"] = offsets
-        response["gap_ms"] = 30
+        response["gap_ms"] = 50
         abort_after = rng.randint(2, 8)
         return [response], facts, abort_after
     facts["kind"] = "after_stop"
