@@ -361,7 +361,9 @@ def _message_events(rng: random.Random, m: dict[str, Any]) -> tuple[list[Event],
     events.append(("message_start", {"type": "message_start", "message": start_message}))
     if rng.random() < 0.3:
         events.append(("ping", {"type": "ping"}))
-    kinds = rng.choices(["text", "thinking", "redacted", "tool", "unknown"], weights=[5, 3, 1, 3, 0.5], k=rng.randint(0, 4))
+    if rng.random() < 0.05:
+        events.append((None, {"type": "ping"}))  # no event: line (U25), a ping either way
+    kinds = rng.choices(["text", "thinking", "redacted", "tool", "unknown", "fallback"], weights=[5, 3, 1, 3, 0.5, 0.3], k=rng.randint(0, 4))
     has_tool = False
     offset = rng.choice([0, 0, 0, 1, 5])  # block indexes need not start at 0
     for position, kind in enumerate(kinds):
@@ -406,6 +408,9 @@ def _message_events(rng: random.Random, m: dict[str, Any]) -> tuple[list[Event],
             if args or rng.random() < 0.5:
                 for piece in _split(rng, args) if args else [""]:
                     deltas.append({"type": "input_json_delta", "partial_json": piece})
+        elif kind == "fallback":
+            # A server-side model fallback: skipped first, a failure after content (U27).
+            block = {"type": "fallback", "model": "fallback-model"}
         else:
             block = {"type": rng.choice(["server_tool_use", "web_search_tool_result"]), "id": "srvtoolu_1"}
             deltas.append({"type": "input_json_delta", "partial_json": '{"q":1}'})
