@@ -502,3 +502,10 @@ async def test_an_empty_model_name_and_redacted_thinking_without_data(
     assert last.message.content == [
         ThinkingContent(thinking="[Reasoning redacted]", thinking_signature="", redacted=True)
     ]
+
+
+def test_the_decoder_keeps_at_most_4096_raw_lines_per_event() -> None:
+    decoder = SseDecoder()
+    events = decoder.feed(b": keep-alive\n" * 5000 + b"data: x\n\n")
+    assert [event.data for event in events] == ["x"]
+    assert len(events[0].raw) == 4096

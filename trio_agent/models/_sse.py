@@ -30,6 +30,8 @@ import attrs
 __all__ = ["SseDecoder", "SseEvent"]
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
+_RAW_LINES = 4096
+"""At most this many raw lines are kept per event (keep-alive comments add up)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -44,7 +46,7 @@ class SseEvent:
     """The last ``id:`` seen in the stream so far."""
     raw: tuple[str, ...] = attrs.field(default=(), eq=False)
     """The non-blank lines as received since the previous event (comments and ``id:``
-    lines included), for error messages that quote the event; not compared."""
+    lines included, at most 4096), for error messages that quote the event; not compared."""
 
 
 class SseDecoder:
@@ -127,7 +129,8 @@ class SseDecoder:
         if not line:
             self._dispatch(out)
             return
-        self._raw.append(line)
+        if len(self._raw) < _RAW_LINES:
+            self._raw.append(line)
         if line.startswith(":"):
             return
         name, colon, value = line.partition(":")
