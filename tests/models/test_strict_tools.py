@@ -254,7 +254,6 @@ async def test_a_required_strict_tool_fails_the_request(
     events = await anthropic_collect(model, http_client, transcript(require))
     assert [event.type for event in events] == ["error"]
     assert final_error(events).error_message == (
-        'Tool "t" requires JSON-schema constrained sampling, but anthropic does not support '
-        "strict tools for this model."
+        'Tool "t" requires JSON-schema constrained sampling, but strict tools are unsupported.'
     )
     assert sse_server.requests == []
