@@ -257,3 +257,29 @@ async def test_a_required_strict_tool_fails_the_request(
         'Tool "t" requires JSON-schema constrained sampling, but strict tools are unsupported.'
     )
     assert sse_server.requests == []
+
+
+def test_a_bare_enum_counts_as_typed_and_a_null_enum_or_const_allows_null() -> None:
+    # Found by the differential check against pi-ai 1.6.0: strict mode takes an enum
+    # without a type, and a member that already admits null gets no null branch.
+    schema = {
+        "type": "object",
+        "properties": {
+            "mode": {"enum": ["a", "b"]},
+            "maybe": {"enum": ["x", None]},
+            "nothing": {"type": "string", "const": None},
+        },
+        "required": ["mode"],
+    }
+    assert strict_tool_schema(schema) == {
+        "type": "object",
+        "properties": {
+            "mode": {"enum": ["a", "b"]},
+            "maybe": {"enum": ["x", None]},
+            "nothing": {"type": "string", "const": None},
+        },
+        "required": ["mode", "maybe", "nothing"],
+        "additionalProperties": False,
+    }
+    with pytest.raises(StrictSchemaError, match=r"^parameters\.c has no type$"):
+        strict_tool_schema({"type": "object", "properties": {"c": {"const": 1}}})

@@ -234,9 +234,10 @@ def _transcript(rng: random.Random, m: dict[str, Any]) -> list[dict[str, Any]]:
                 {"anyOf": [{"type": "string"}, {"type": "null"}]},
                 {"$ref": "#/$defs/b"},
                 {"type": ["string", "null"]},
-                # Left out: a bare enum (pi: typed, strict) and "const": null (pi: allows
-                # null, no anyOf added). The shared strict converter (._strict_tools)
-                # differs from pi there, for every API.
+                {"enum": ["x", "y"]},  # a bare enum counts as typed
+                {"type": "string", "const": None},  # admits null: no null branch added
+                {"enum": ["x", None]},
+                {"const": "x"},  # no type: not strict
             ]
         )
         parameters: dict[str, Any] = {"type": "object", "properties": {"a": {"type": "integer"}, "b": b_schema}, "required": ["a"]}
