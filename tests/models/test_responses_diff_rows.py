@@ -373,3 +373,62 @@ def test_whitespace_text_of_a_tool_result_with_images_is_left_out() -> None:
             {"type": "input_image", "detail": "auto", "image_url": "data:image/png;base64,AAAA"}
         ],
     }
+
+
+# ---------------------------------------------------------------------------------------
+# A tool call left unfinished by a response cut at its length limit
+
+
+async def test_unfinished_tool_call_of_a_length_cut_response(
+    sse_server: SseServer, http_client: httpx.AsyncClient
+) -> None:
+    item = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "noop"}
+    frames = [
+        CREATED,
+        ev("response.output_item.added", output_index=0, item={**item, "arguments": ""}),
+        ev("response.function_call_arguments.delta", output_index=0, delta='{"a":'),
+        completed("incomplete", incomplete_details={"reason": "max_output_tokens"}),
+    ]
+    sse_server.enqueue(sse_response(frames))
+    events = await collect(server_model(sse_server), http_client)
+    assert types(events) == ["start", "toolcall_start", "toolcall_delta", "toolcall_end", "done"]
+    done = final_done(events)
+    assert done.reason == "length"
+    assert done.message.content == [
+        ToolCall(
+            id="call_1|fc_1",
+            name="noop",
+            arguments={},
+            arguments_error=(
+                'Expecting value: line 1 column 6 (char 5)\n\nReceived arguments:\n{"a":'
+            ),
+        )
+    ]
+
+
+# ---------------------------------------------------------------------------------------
+# Text signatures: only {"v":1,"id":<string>} is structured, anything else is a bare id
+
+
+@pytest.mark.parametrize(
+    ("signature", "item_id", "phase"),
+    [
+        ('{"v":1,"id":"msg_a","phase":"commentary"}', "msg_a", "commentary"),
+        ('{"v":1,"id":"msg_a","phase":"other"}', "msg_a", None),
+        ('{"id":"msg_nov"}', '{"id":"msg_nov"}', None),
+        ('{"v":1,"id":7}', '{"v":1,"id":7}', None),
+        ("{bad json", "{bad json", None),
+        ("msg_legacy", "msg_legacy", None),
+    ],
+)
+def test_text_signature_ids(signature: str, item_id: str, phase: str | None) -> None:
+    model = make_model()
+    text = TextContent(text="Hello", text_signature=signature)
+    messages: list[Message] = [
+        UserMessage(content="Hi"),
+        assistant([text], model, stop_reason="stop"),
+        UserMessage(content="Again"),
+    ]
+    item = request_body(model, messages)["input"][1]
+    assert item["id"] == item_id
+    assert item.get("phase") == phase

@@ -187,18 +187,27 @@ def normalize_responses_tool_call_id(tool_call_id: str, model: Model) -> str:
 
 
 def _text_signature_id(signature: str | None) -> tuple[str | None, str | None]:
-    """The message item id (and phase) stored in a text signature."""
+    """The message item id (and phase) stored in a text signature.
+
+    Only ``{"v":1,"id":<string>}`` (with an optional phase ``commentary`` or
+    ``final_answer``) is read as structured; any other signature is a bare id.
+    """
     if not signature:
         return None, None
     if signature.startswith("{"):
         try:
             value = json.loads(signature)
         except ValueError:
-            return None, None
-        if isinstance(value, dict) and isinstance(value.get("id"), str):
+            value = None
+        version = value.get("v") if isinstance(value, dict) else None
+        if (
+            isinstance(value, dict)
+            and version == 1
+            and not isinstance(version, bool)
+            and isinstance(value.get("id"), str)
+        ):
             phase = value.get("phase")
-            return value["id"], phase if isinstance(phase, str) else None
-        return None, None
+            return value["id"], phase if phase in ("commentary", "final_answer") else None
     return signature, None  # legacy: a bare id
 
 
@@ -555,7 +564,8 @@ class ResponsesEventMapper:
 
         Raises:
             ProviderStreamError: the body ended before a terminal response event, without
-                a stop reason, or with a tool call still streaming.
+                a stop reason, or with a tool call still streaming when the stop reason is
+                ``toolUse``.
         """
         if not self.finished:
             raise ProviderStreamError(
@@ -567,7 +577,9 @@ class ResponsesEventMapper:
         content = builder.content
         for index in builder.open_blocks:
             block = content[index]
-            if isinstance(block, ToolCall):
+            # Only calls the agent would run must be complete; a response cut at its
+            # length limit keeps its unfinished call (closed below).
+            if isinstance(block, ToolCall) and self._stop_reason == "toolUse":
                 raise ProviderStreamError(
                     "OpenAI Responses stream completed with an unfinished tool call: "
                     f"{block.name} ({block.id})"

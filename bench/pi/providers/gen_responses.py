@@ -76,7 +76,7 @@ def make_model(rng: random.Random) -> dict[str, Any]:
     m = g.model(rng, API, provider, compat=compat or None)
     m["id"] = rng.choice(["model-a", "model-b", "gpt-5.5"])
     m["contextWindow"] = rng.choice([0, 8192, 16000, 40000, 128000, 400000])
-    m["maxTokens"] = rng.choice([1024, 4096, 32000, 128000])
+    m["maxTokens"] = rng.choice([0, 1024, 4096, 32000, 128000])
     if m["reasoning"]:
         level_map = rng.choice(LEVEL_MAPS)
         if level_map is not None:
@@ -105,7 +105,11 @@ def make_options(rng: random.Random, traits: set[str]) -> dict[str, Any]:
     if rng.random() < 0.2:
         o["cacheRetention"] = rng.choice(["none", "short", "long"])
     if rng.random() < 0.15:
-        o["headers"] = rng.choice([{"x-extra": "1"}, {"x-both": "from-options"}])
+        o["headers"] = rng.choice([{"x-extra": "1"}, {"x-both": "from-options"}, {"x-model-header": None}])
+    if rng.random() < 0.05:
+        o["thinkingBudgets"] = {"low": 1024, "medium": 4096, "high": 9000}
+    if rng.random() < 0.03:
+        o["maxTokens"] = 0
     return o
 
 
@@ -149,9 +153,11 @@ def text_signature(rng: random.Random) -> str | None:
         if rng.random() < 0.3:
             payload["phase"] = rng.choice(["commentary", "final_answer"])
         return json.dumps(payload, separators=(",", ":"))
-    if r < 0.9:
+    if r < 0.88:
         return f"msg_legacy_{rng.randint(0, 999)}"
-    return json.dumps({"v": 1, "id": "msg_" + "x" * 70}, separators=(",", ":"))
+    if r < 0.95:
+        return json.dumps({"v": 1, "id": "msg_" + "x" * 70}, separators=(",", ":"))
+    return rng.choice(['{"id":"msg_nov"}', "{bad json", '{"v":1,"id":7}', '{"v":1,"id":"msg_p","phase":"other"}'])
 
 
 def arguments_for(rng: random.Random, tool: dict[str, Any]) -> dict[str, Any]:
@@ -190,6 +196,8 @@ def tool_result_content(rng: random.Random) -> list[dict[str, Any]]:
 
 def user_content(rng: random.Random) -> Any:
     r = rng.random()
+    if r < 0.04:
+        return g.text(rng) * rng.choice([500, 3000, 9000])
     if r < 0.6:
         return g.text(rng)
     if r < 0.65:
@@ -241,6 +249,8 @@ def make_transcript(rng: random.Random, m: dict[str, Any]) -> list[dict[str, Any
             block: dict[str, Any] = {"type": "thinking", "thinking": thinking}
             if source[0] == API and rng.random() < 0.75:
                 block["thinkingSignature"] = json.dumps(reasoning_item(rng, thinking), separators=(",", ":"))
+                if rng.random() < 0.1:
+                    block["redacted"] = True
             elif not same and rng.random() < 0.5:
                 block["thinkingSignature"] = "sig123"
             blocks.append(block)
@@ -504,8 +514,16 @@ def stream_events(
     if not plan or rng.random() < 0.03:
         plan = plan or []
     unfinished_at = rng.randrange(len(plan)) if plan and rng.random() < 0.04 and "call" in plan else None
+    if rng.random() < 0.05:
+        plan.insert(rng.randint(0, len(plan)), "unknown")
     for i, step in enumerate(plan):
-        if step == "reasoning":
+        if step == "unknown":
+            item = {"type": "web_search_call", "id": "ws_1", "status": "completed"}
+            s.emit({"type": "response.output_item.added", "output_index": s.index, "item": item})
+            s.emit({"type": "response.output_item.done", "output_index": s.index, "item": item})
+            s.output.append(item)
+            s.index += 1
+        elif step == "reasoning":
             s.reasoning()
         elif step == "message":
             s.message()
@@ -550,6 +568,9 @@ def stream_events(
         s.emit({"type": "response.completed", "response": s.response("completed")})
         s.events.append(("error", {"type": "error", "code": "late", "message": "after completion", "param": None}))
         traits.add("late_error")
+    if rng.random() < 0.03:
+        for _, payload in s.events:
+            payload.pop("output_index", None)  # a server that leaves it out
     return s.events, ending < 0.6
 
 
@@ -627,6 +648,8 @@ def make_responses(
         if rng.random() < 0.8:
             opts["maxRetries"] = rng.randint(1, 2)
         events, _ = stream_events(rng, m, traits)
+        if rng.random() < 0.3:
+            return [first, copy.deepcopy(first), g.ok(frame(rng, events), rng)]
         return [first, g.ok(frame(rng, events), rng)]
     if r < 0.2:
         body = json.dumps({"error": {"message": "The model is overloaded", "type": "server_error"}})
@@ -800,6 +823,25 @@ def _u36(case: dict[str, Any], kind: str, pi: Any, ta: Any) -> tuple[Any, Any]:
     return pi, ta
 
 
+def _length_cut_call(case: dict[str, Any], kind: str, pi: Any, ta: Any) -> tuple[Any, Any]:
+    """A tool call left unfinished by a length-cut response: pi leaves it open, trio_agent
+    ends it (toolcall_end) and sets argumentsError when its partial arguments are not JSON."""
+    p, t = _final(pi), _final(ta)
+    if kind != "events" or not (p and t) or p.get("stopReason") != "length" or t.get("stopReason") != "length":
+        return pi, ta
+    ended = {e.get("contentIndex") for e in pi["events"] if e.get("type") == "toolcall_end"}
+    opened = {e.get("contentIndex") for e in pi["events"] if e.get("type") == "toolcall_start"}
+    unfinished = opened - ended
+    ta["events"] = [
+        e for e in ta["events"] if not (e.get("type") == "toolcall_end" and e.get("contentIndex") in unfinished)
+    ]
+    content = t.get("content") or []
+    for index in unfinished:
+        if isinstance(index, int) and index < len(content) and isinstance(content[index], dict):
+            content[index].pop("argumentsError", None)
+    return pi, ta
+
+
 def _same_error_text(trait: str, pi_prefix: str | None = None, ta_prefix: str | None = None) -> Any:
     """Both fail; only the error texts differ (optionally: only texts with these prefixes)."""
 
@@ -877,7 +919,31 @@ def _abort(case: dict[str, Any], kind: str, pi: Any, ta: Any) -> tuple[Any, Any]
     return pi, ta
 
 
+def _zero_limit(case: dict[str, Any], kind: str, pi: Any, ta: Any) -> tuple[Any, Any]:
+    """A limit of 0 (maxTokens 0, or none and a model limit of 0): without a context window
+    pi raises it to 1 and sends max_output_tokens 16; trio_agent sends no limit (from a
+    model limit of 0) or the model's limit (U42)."""
+    options, model = case.get("options", {}), case["model"]
+    zero = options.get("maxTokens") == 0 or ("maxTokens" not in options and model["maxTokens"] == 0)
+    if kind == "request" and zero and model["contextWindow"] <= 0:
+        for p in pi:
+            if (p.get("body") or {}).get("max_output_tokens") == 16:
+                del p["body"]["max_output_tokens"]
+    return pi, ta
+
+
+def _u42(case: dict[str, Any], kind: str, pi: Any, ta: Any) -> tuple[Any, Any]:
+    """maxTokens 0: pi sends no limit, trio_agent the model's (clamped) limit."""
+    if kind == "request" and case.get("options", {}).get("maxTokens") == 0:
+        for p, t in zip(pi, ta):
+            if "max_output_tokens" not in (p.get("body") or {}):
+                (t.get("body") or {}).pop("max_output_tokens", None)
+    return pi, ta
+
+
 DOCUMENTED: list[tuple[str, Any]] = [
+    ("A limit of 0 without a context window (Responses)", _zero_limit),
+    ("U42 · max_tokens=0 means the model's limit (all APIs)", _u42),
     ("U40 · Tool results of a dropped failed turn are not sent (all APIs)", _u40),
     ("U37 · totalTokens is the sum when total_tokens is missing (Responses)", _u37),
     ("Smaller provider differences (no Responses service-tier multipliers)", _service_tier),
@@ -885,6 +951,7 @@ DOCUMENTED: list[tuple[str, Any]] = [
     ("U33 · Nothing after the terminal event is read (Responses)", _u33),
     ("U34 · Arguments seen only in output_item.added or .done get a delta (Responses)", _u34),
     ("U36 · An unclosed message item gets text_end (Responses)", _u36),
+    ("A tool call left unfinished by a length-cut response ends (Responses)", _length_cut_call),
     ("F17 · A 200 response whose body is JSON, not a stream", _same_error_text("json_200")),
     ("U05 · A body cut inside an event, or a dropped connection", _same_error_text("disconnect")),
     ("U05 · A body cut inside an event, or a dropped connection (block ends)", _u05_events),
