@@ -223,8 +223,13 @@ def make_transcript(rng: random.Random, m: dict[str, Any]) -> list[dict[str, Any
     tools = rng.sample(pool, rng.randint(0, len(pool)))
     if rng.random() < 0.8 or tools:
         system: dict[str, Any] = {"role": "system", "content": g.text(rng), "timestamp": ts}
-        if rng.random() < 0.05:
+        r = rng.random()
+        if r < 0.05:
             system["content"] = ""
+        elif r < 0.12:
+            system["content"] = [{"type": "text", "text": g.text(rng)} for _ in range(rng.randint(1, 2))]
+        elif r < 0.17:
+            system["sections"] = {"rules": g.text(rng), "empty": None}
         if tools:
             system["toolsAdded"] = tools
         messages.append(system)
@@ -306,7 +311,25 @@ def make_transcript(rng: random.Random, m: dict[str, Any]) -> list[dict[str, Any
                 }
             )
         if rng.random() < 0.15:
-            messages.append({"role": "system", "content": g.text(rng), "timestamp": ts + 3})
+            later: dict[str, Any] = {"role": "system", "content": g.text(rng), "timestamp": ts + 3}
+            if rng.random() < 0.3:
+                extra = rng.choice([t for t in g.TOOLS if t not in tools] or g.TOOLS)
+                later["toolsAdded"] = [extra]
+                tools.append(extra)
+            if tools and rng.random() < 0.2:
+                later["toolsRemoved"] = [{"name": tools[0]["name"]}]
+            messages.append(later)
+        if rng.random() < 0.03:
+            messages.append(
+                {
+                    "role": "toolResult",
+                    "toolCallId": f"call_orphan{rng.randint(0, 99)}",
+                    "toolName": "noop",
+                    "content": [{"type": "text", "text": "result without a call"}],
+                    "isError": False,
+                    "timestamp": ts + 4,
+                }
+            )
     last = messages[-1]["role"]
     if last == "assistant" or (last == "toolResult" and rng.random() < 0.5) or last == "system":
         messages.append({"role": "user", "content": g.text(rng), "timestamp": ts + 10})
@@ -410,7 +433,13 @@ class Stream:
             self.emit({"type": "response.output_text.done", "item_id": mid, "output_index": oi, "content_index": 0, "text": text})
             part = {"type": "output_text", "text": text, "annotations": annotations}
         self.emit({"type": "response.content_part.done", "item_id": mid, "output_index": oi, "content_index": 0, "part": part})
-        done = {**added, "status": "completed", "content": [part]}
+        parts = [part]
+        if rng.random() < 0.08:
+            second = g.text(rng)
+            for piece in split(rng, second):
+                self.emit({"type": "response.output_text.delta", "item_id": mid, "output_index": oi, "content_index": 1, "delta": piece})
+            parts.append({"type": "output_text", "text": second, "annotations": []})
+        done = {**added, "status": "completed", "content": parts}
         if rng.random() < 0.05:
             self.traits.add("unclosed_message")
             self.output.append(done)
@@ -449,6 +478,9 @@ class Stream:
                     self.emit({"type": "response.function_call_arguments.delta", "item_id": fid, "output_index": oi, "delta": piece})
                 if rng.random() < 0.8:
                     self.emit({"type": "response.function_call_arguments.done", "item_id": fid, "output_index": oi, "arguments": args_text})
+        if rng.random() < 0.05 and mode >= 0.12:
+            final_args = json.dumps({"city": "Final"})  # the done item says otherwise (U34)
+            self.traits.add("arguments_in_item")
         done = {**added, "arguments": final_args, "status": "completed"}
         if rng.random() < 0.1:
             done.pop("arguments")
@@ -500,6 +532,10 @@ def stream_events(
     """A Responses event list; the flag says whether it ends the response cleanly."""
     s = Stream(rng, m, traits)
     s.emit({"type": "response.created", "response": {"id": "resp_1", "object": "response", "status": "in_progress", "model": m["id"], "output": []}})
+    if rng.random() < 0.05:
+        s.emit({"type": "response.queued", "response": {"id": "resp_1", "status": "queued", "model": m["id"]}})
+    if rng.random() < 0.05:
+        s.emit({"type": "response.something_new", "x": 1})
     if rng.random() < 0.5:
         s.emit({"type": "response.in_progress", "response": {"id": "resp_1", "status": "in_progress", "model": m["id"], "output": []}})
     plan = []
@@ -655,6 +691,8 @@ def make_responses(
         body = json.dumps({"error": {"message": "The model is overloaded", "type": "server_error"}})
         traits.add("json_200")
         return [{"status": 200, "headers": {"Content-Type": "application/json"}, "body": body, "cuts": []}]
+    if r < 0.21:
+        return [g.ok(rng.choice(["", "\n\n", ": ping\n\n"]), rng)]
     events, _ = stream_events(rng, m, traits)
     if r < 0.23:
         bad = rng.randrange(1, len(events))  # before the terminal event (after it: U33)
@@ -720,6 +758,14 @@ def _u40(case: dict[str, Any], kind: str, pi: Any, ta: Any) -> tuple[Any, Any]:
     them: leave out of pi's input the outputs whose call is not in it."""
     if kind != "request":
         return pi, ta
+    dropped_calls: set[str] = set()
+    for message in case["context"]["messages"]:
+        if message["role"] == "assistant" and message["stopReason"] in ("error", "aborted"):
+            for block in message["content"]:
+                if block.get("type") == "toolCall":
+                    whole = re.sub(r"[^A-Za-z0-9_-]", "_", block["id"])[:64].rstrip("_")
+                    part = re.sub(r"[^A-Za-z0-9_-]", "_", block["id"].split("|")[0])[:64].rstrip("_")
+                    dropped_calls |= {block["id"].split("|")[0], whole, part}
     for request in pi:
         items = (request.get("body") or {}).get("input")
         if not isinstance(items, list):
@@ -727,7 +773,12 @@ def _u40(case: dict[str, Any], kind: str, pi: Any, ta: Any) -> tuple[Any, Any]:
         calls = {i.get("call_id") for i in items if isinstance(i, dict) and i.get("type") == "function_call"}
         kept, dropped = [], 0
         for item in items:
-            if isinstance(item, dict) and item.get("type") == "function_call_output" and item.get("call_id") not in calls:
+            if (
+                isinstance(item, dict)
+                and item.get("type") == "function_call_output"
+                and item.get("call_id") not in calls
+                and item.get("call_id") in dropped_calls
+            ):
                 dropped += 1  # each was one tool-result message, counted by msg_pi_<n>
                 continue
             fallback = re.fullmatch(r"msg_pi_(\d+)(_\d+)?", str(item.get("id", ""))) if isinstance(item, dict) else None
