@@ -22,6 +22,7 @@ from test_openai_responses import (
     final_done,
     final_error,
     make_model,
+    message_frames,
     request_body,
     server_model,
     types,
@@ -432,3 +433,24 @@ def test_text_signature_ids(signature: str, item_id: str, phase: str | None) -> 
     item = request_body(model, messages)["input"][1]
     assert item["id"] == item_id
     assert item.get("phase") == phase
+
+
+# ---------------------------------------------------------------------------------------
+# `data: [DONE]` ends the body, as the OpenAI client reads it
+
+
+async def test_done_sentinel_ends_the_body(
+    sse_server: SseServer, http_client: httpx.AsyncClient
+) -> None:
+    frames = [CREATED, *message_frames(0, "Hi"), b"data: [DONE]\n\n", completed()]
+    sse_server.enqueue(sse_response(frames))
+    events = await collect(server_model(sse_server), http_client)
+    assert types(events) == ["start", "text_start", "text_delta", "text_end", "error"]
+    assert final_error(events).error_message == (
+        "OpenAI Responses stream ended before a terminal response event"
+    )
+    sse_server.enqueue(
+        sse_response([CREATED, *message_frames(0, "Hi"), completed(), b"data: [DONE]\n\n"])
+    )
+    events = await collect(server_model(sse_server), http_client)
+    assert final_done(events).reason == "stop"

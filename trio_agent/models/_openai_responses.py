@@ -479,7 +479,10 @@ class ResponsesEventMapper:
 
     def __init__(self, builder: AssistantMessageBuilder, model: Model) -> None:
         self.finished = False
-        """Set once a terminal response event arrived: nothing after it matters."""
+        """Set once a terminal response event or ``data: [DONE]`` arrived: nothing after
+        it matters."""
+        self._terminal = False
+        """A terminal response event arrived."""
         self._builder = builder
         self._model = model
         self._items: dict[int, _Item] = {}
@@ -488,7 +491,8 @@ class ResponsesEventMapper:
         self._stop_reason: Literal["stop", "length", "toolUse"] | None = None
 
     def parse(self, sse: SseEvent) -> Any:
-        """The event's JSON (every Responses event carries its ``type``).
+        """The event's JSON (every Responses event carries its ``type``); ``None`` for
+        ``data: [DONE]``, which ends the body as the OpenAI client reads it.
 
         Raises:
             ProviderStreamError: the data is not JSON; or the event is an error as the
@@ -496,6 +500,9 @@ class ResponsesEventMapper:
                 member, else the whole data, worded by :func:`client_error_message`), or
                 any event whose data has a truthy ``error`` member.
         """
+        if sse.data == "[DONE]":
+            self.finished = True  # the OpenAI client stops reading here
+            return None
         try:
             payload = parse_sse_json(sse.data)
         except ProviderStreamError:
@@ -567,7 +574,7 @@ class ResponsesEventMapper:
                 a stop reason, or with a tool call still streaming when the stop reason is
                 ``toolUse``.
         """
-        if not self.finished:
+        if not self._terminal:
             raise ProviderStreamError(
                 "OpenAI Responses stream ended before a terminal response event"
             )

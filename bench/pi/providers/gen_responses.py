@@ -628,6 +628,8 @@ def frame(rng: random.Random, events: list[tuple[str | None, Any]], plain: bool 
             lines.append(f"event: {name}")
         lines.append("data: " + json.dumps(data, ensure_ascii=rng.random() < 0.2))
         out.append("\n".join(lines) + "\n\n")
+    if not plain and rng.random() < 0.05:
+        out.insert(rng.choice([len(out), len(out), rng.randrange(1, len(out) + 1)]), "data: [DONE]\n\n")
     text = "".join(out)
     if plain:
         return text
@@ -694,6 +696,11 @@ def make_responses(
     if r < 0.21:
         return [g.ok(rng.choice(["", "\n\n", ": ping\n\n"]), rng)]
     events, _ = stream_events(rng, m, traits)
+    if r >= 0.32 and rng.random() < 0.04:
+        for _, payload in events:
+            if payload.get("type", "").startswith("response.output_text"):
+                payload.pop("type")  # only the event: line names it
+                traits.add("typeless_events")
     if r < 0.23:
         bad = rng.randrange(1, len(events))  # before the terminal event (after it: U33)
         events.insert(bad, ("response.output_text.delta", {"type": "response.output_text.delta"}))
@@ -893,6 +900,24 @@ def _length_cut_call(case: dict[str, Any], kind: str, pi: Any, ta: Any) -> tuple
     return pi, ta
 
 
+def _typeless(case: dict[str, Any], kind: str, pi: Any, ta: Any) -> tuple[Any, Any]:
+    """Events whose JSON has no type: trio_agent maps them by their event: line, pi skips
+    them (text deltas missing, the text still comes with the done item)."""
+    if kind != "events" or not _has(case, "typeless_events") or not isinstance(pi, dict) or not isinstance(ta, dict):
+        return pi, ta
+    pi_deltas = [(e.get("contentIndex"), e.get("delta")) for e in pi.get("events", []) if e.get("type") == "text_delta"]
+    kept = []
+    for event in ta.get("events", []):
+        if event.get("type") == "text_delta":
+            key = (event.get("contentIndex"), event.get("delta"))
+            if key not in pi_deltas:
+                continue
+            pi_deltas.remove(key)
+        kept.append(event)
+    ta["events"] = kept
+    return pi, ta
+
+
 def _same_error_text(trait: str, pi_prefix: str | None = None, ta_prefix: str | None = None) -> Any:
     """Both fail; only the error texts differ (optionally: only texts with these prefixes)."""
 
@@ -1002,6 +1027,7 @@ DOCUMENTED: list[tuple[str, Any]] = [
     ("U33 · Nothing after the terminal event is read (Responses)", _u33),
     ("U34 · Arguments seen only in output_item.added or .done get a delta (Responses)", _u34),
     ("U36 · An unclosed message item gets text_end (Responses)", _u36),
+    ("Events whose JSON has no type (Responses)", _typeless),
     ("A tool call left unfinished by a length-cut response ends (Responses)", _length_cut_call),
     ("F17 · A 200 response whose body is JSON, not a stream", _same_error_text("json_200")),
     ("U05 · A body cut inside an event, or a dropped connection", _same_error_text("disconnect")),
