@@ -97,15 +97,17 @@ def make_options(rng: random.Random, traits: set[str]) -> dict[str, Any]:
     if rng.random() < 0.3:
         o["temperature"] = rng.choice([0, 0.2, 1, 1.5])
     if rng.random() < 0.35:
-        o["sessionId"] = rng.choice(
-            [f"session-{rng.randint(0, 99)}", "s" * 70, "ünïcødé-" + "🎉" * 60, "x"]
-        )
+        o["sessionId"] = rng.choice([f"session-{rng.randint(0, 99)}", "s" * 70, "x"])
+        if rng.random() < 0.08:
+            o["sessionId"] = "ünïcødé-" + "🎉" * 60
         if not o["sessionId"].isascii():
             traits.add("non_ascii_header")
     if rng.random() < 0.2:
         o["cacheRetention"] = rng.choice(["none", "short", "long"])
     if rng.random() < 0.15:
-        o["headers"] = rng.choice([{"x-extra": "1"}, {"x-both": "from-options"}, {"x-model-header": None}])
+        o["headers"] = rng.choice(
+            [{"x-extra": "1"}, {"x-both": "from-options"}, {"x-model-header": None}, {"Authorization": "Bearer other"}]
+        )
     if rng.random() < 0.05:
         o["thinkingBudgets"] = {"low": 1024, "medium": 4096, "high": 9000}
     if rng.random() < 0.03:
@@ -386,9 +388,9 @@ class Stream:
             self.emit({"type": "response.reasoning_summary_text.done", "item_id": rid, "output_index": oi, "summary_index": pi_, "text": part})
             self.emit({"type": "response.reasoning_summary_part.done", "item_id": rid, "output_index": oi, "summary_index": pi_, "part": {"type": "summary_text", "text": part}})
         item: dict[str, Any] = {"type": "reasoning", "id": rid, "summary": []}
-        if use_text:
+        if use_text or rng.random() < 0.1:
             item["content"] = [{"type": "reasoning_text", "text": p} for p in parts]
-        else:
+        if not use_text:
             item["summary"] = [{"type": "summary_text", "text": p} for p in parts]
         encrypted = "gAAAAB" + "e" * rng.randint(0, 30)
         where = rng.random()
@@ -471,6 +473,8 @@ class Stream:
         if mode < 0.06:
             added["arguments"] = args_text  # only in .added (U34)
             self.emit({"type": "response.output_item.added", "output_index": oi, "item": added})
+        elif mode < 0.08:
+            pass  # seen only in output_item.done (U35), its arguments with it (U34)
         else:
             self.emit({"type": "response.output_item.added", "output_index": oi, "item": added})
             if mode >= 0.12:
@@ -501,7 +505,7 @@ class Stream:
         else:
             self.traits.add("no_total_tokens")
         if rng.random() < 0.7:
-            details: dict[str, Any] = {"cached_tokens": rng.choice([0, inp // 2])}
+            details: dict[str, Any] = {"cached_tokens": rng.choice([0, inp // 2, inp // 2, inp + 10])}
             if rng.random() < 0.2:
                 details["cache_write_tokens"] = inp // 4
             u["input_tokens_details"] = details
@@ -696,7 +700,7 @@ def make_responses(
     if r < 0.21:
         return [g.ok(rng.choice(["", "\n\n", ": ping\n\n"]), rng)]
     events, _ = stream_events(rng, m, traits)
-    if r >= 0.32 and rng.random() < 0.04:
+    if r >= 0.32 and "unclosed_message" not in traits and rng.random() < 0.04:
         for _, payload in events:
             if payload.get("type", "").startswith("response.output_text"):
                 payload.pop("type")  # only the event: line names it
