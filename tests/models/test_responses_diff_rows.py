@@ -454,3 +454,27 @@ async def test_done_sentinel_ends_the_body(
     )
     events = await collect(server_model(sse_server), http_client)
     assert final_done(events).reason == "stop"
+
+
+# ---------------------------------------------------------------------------------------
+# Event JSON is parsed strictly (U38): no repair of raw control characters or bad escapes
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b'{"type":"response.output_text.delta","output_index":0,"delta":"raw\ttab"}',
+        b'{"type":"response.output_text.delta","output_index":0,"delta":"bad \\H"}',
+    ],
+)
+async def test_event_json_is_parsed_strictly(
+    sse_server: SseServer, http_client: httpx.AsyncClient, data: bytes
+) -> None:
+    added, part = message_frames(0, "x")[:2]
+    frames = [CREATED, added, part, b"data: " + data + b"\n\n", completed()]
+    sse_server.enqueue(sse_response(frames))
+    events = await collect(server_model(sse_server), http_client)
+    assert types(events) == ["start", "text_start", "error"]
+    assert final_error(events).error_message == (
+        "Error reading response: malformed server-sent event JSON."
+    )

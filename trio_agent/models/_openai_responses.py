@@ -44,7 +44,6 @@ from ._http import (
     cache_retention,
     compact_json,
     compat_value,
-    parse_sse_json,
     stream_http,
     truncate_json_error,
 )
@@ -152,6 +151,10 @@ def client_error_message(error: Any, status: int | None = None, raw: str | None 
     if status is not None:
         return f"{status} {text}" if text else f"{status} status code (no body)"
     return text or "(no status code or body)"
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
 def _normalize_id_part(text: str) -> str:
@@ -504,8 +507,9 @@ class ResponsesEventMapper:
             self.finished = True  # the OpenAI client stops reading here
             return None
         try:
-            payload = parse_sse_json(sse.data)
-        except ProviderStreamError:
+            # Strict, as JSON.parse: no repair, no NaN or Infinity (parity row U38).
+            payload = json.loads(sse.data, parse_constant=_reject_constant)
+        except ValueError:
             raise ProviderStreamError(MALFORMED_EVENT_JSON) from None
         nested = payload.get("error", _MISSING) if isinstance(payload, dict) else _MISSING
         if sse.event == "error":

@@ -708,7 +708,14 @@ def make_responses(
     if r < 0.23:
         bad = rng.randrange(1, len(events))  # before the terminal event (after it: U33)
         events.insert(bad, ("response.output_text.delta", {"type": "response.output_text.delta"}))
-        text = frame(rng, events).replace('data: {"type": "response.output_text.delta"}', "data: {this is not json}", 1)
+        bad_data = rng.choice(
+            [
+                "{this is not json}",
+                '{"type": "response.output_text.delta", "output_index": 0, "delta": "raw\ttab"}',
+                '{"type": "response.output_text.delta", "output_index": 0, "delta": "bad \\H escape"}',
+            ]
+        )
+        text = frame(rng, events).replace('data: {"type": "response.output_text.delta"}', "data: " + bad_data, 1)
         return [g.ok(text, rng)]
     text = frame(rng, events)
     response = g.ok(text, rng)
