@@ -672,7 +672,7 @@ def make_responses(
     if r < 0.1:
         return [http_error(rng)]
     if r < 0.17:
-        status = rng.choice([429, 503, 500])
+        status = rng.choice([429, 503, 500, 429, 503, 500, 408, 409, 502, 400, 404])
         first = http_error(rng, status)
         delay = rng.random()
         if delay < 0.4:
@@ -681,9 +681,13 @@ def make_responses(
             first["headers"]["retry-after"] = "0"
         elif delay < 0.75:
             first["headers"]["retry-after"] = "120"  # above the limit: fails at once
-        elif delay < 0.85:
+        elif delay < 0.8:
             first["headers"]["retry-after-ms"] = "2000"
             opts["maxRetryDelayMs"] = 1000
+        elif delay < 0.85:
+            first["headers"]["retry-after"] = rng.choice(["Wed, 21 Oct 2015 07:28:00 GMT", "soon"])
+            if first["headers"]["retry-after"] == "soon":
+                first["headers"]["retry-after-ms"] = "-5"
         else:
             first["headers"]["x-should-retry"] = rng.choice(["true", "false"])
             first["headers"]["retry-after-ms"] = "5"
