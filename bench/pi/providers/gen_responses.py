@@ -22,7 +22,7 @@ API = "openai-responses"
 # Model and options
 
 PROVIDERS = ["openai"] * 8 + ["openai-codex", "opencode", "openrouter", "azure-openai-responses", "xai", "custom"]
-LEVELS = ["off", "minimal", "low", "medium", "high", "xhigh"]
+LEVELS = ["off", "minimal", "low", "medium", "high", "xhigh", "max"]
 LEVEL_MAPS: list[dict[str, Any] | None] = [
     None,
     None,
@@ -32,6 +32,8 @@ LEVEL_MAPS: list[dict[str, Any] | None] = [
     {"minimal": None, "low": "lo"},
     {"off": "minimal", "high": "max-effort"},
     {"minimal": None, "off": None, "xhigh": "xhigh"},
+    {"max": "max", "xhigh": "xhigh"},
+    {"max": "maximum"},
 ]
 CONSTRAINED_TOOL = {
     "name": "sum",
@@ -392,6 +394,9 @@ class Stream:
             item["content"] = [{"type": "reasoning_text", "text": p} for p in parts]
         if not use_text:
             item["summary"] = [{"type": "summary_text", "text": p} for p in parts]
+        if parts and rng.random() < 0.05:
+            key = "content" if "content" in item else "summary"
+            item[key] = [{**item[key][0], "text": "rewritten " + g.text(rng)}, *item[key][1:]]
         encrypted = "gAAAAB" + "e" * rng.randint(0, 30)
         where = rng.random()
         final = dict(item)
@@ -441,6 +446,8 @@ class Stream:
             for piece in split(rng, second):
                 self.emit({"type": "response.output_text.delta", "item_id": mid, "output_index": oi, "content_index": 1, "delta": piece})
             parts.append({"type": "output_text", "text": second, "annotations": []})
+        if rng.random() < 0.05:
+            parts[0] = {**parts[0], ("refusal" if refusal else "text"): "rewritten " + text}
         done = {**added, "status": "completed", "content": parts}
         if rng.random() < 0.05:
             self.traits.add("unclosed_message")
