@@ -42,10 +42,12 @@ def scrub(value: Any) -> Any:
 async def run_case(models: Models, case: dict[str, Any], port: str) -> dict[str, Any]:
     wire_model = dict(case["model"])
     wire_model["baseUrl"] = f"http://127.0.0.1:{port}/ta/{case['id']}{wire_model.get('baseUrl', '')}"
+    raw = {"apiKey": "sk-diff-0123456789", **case.get("options", {})}
+    if "cacheRetention" in raw:  # pi's option is a compat switch of the model here
+        wire_model["compat"] = {**(wire_model.get("compat") or {}), "cacheRetention": raw.pop("cacheRetention")}
     model = from_dict(wire_model, Model)
     messages = [from_dict(m, Message) for m in case["context"]["messages"]]
     controller = AbortController()
-    raw = {"apiKey": "sk-diff-0123456789", **case.get("options", {})}
     options = StreamOptions(
         signal=controller.signal, **{_OPTION_NAMES[k]: v for k, v in raw.items()}
     )
