@@ -282,6 +282,8 @@ class _CompatServer:
     def __init__(self) -> None:
         self.port = 0
         self.requests: list[tuple[str, dict[str, str], dict[str, object]]] = []
+        self.unavailable = 0
+        """How many of the next requests get a retryable 503 instead of an answer."""
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
@@ -302,6 +304,17 @@ class _CompatServer:
         while len(body) < int(headers.get("content-length", "0")):
             body += await stream.receive_some(65536)
         self.requests.append((request_line, headers, json.loads(body)))
+        if self.unavailable:
+            self.unavailable -= 1
+            error = b'{"error":{"message":"try again"}}'
+            await stream.send_all(
+                b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n"
+                b"retry-after-ms: 1\r\nconnection: close\r\n"
+                + b"content-length: %d\r\n\r\n%s"
+                % (len(error), error)
+            )
+            await stream.aclose()
+            return
         chunk = {
             "id": "c1",
             "object": "chat.completion.chunk",
@@ -374,6 +387,18 @@ async def test_temperature_and_max_retries_reach_the_request(
     assert await _run([*argv, "--max-retries", "3", "hello"]) == (0, "Hi there.\n", "")
     [(_, _, body)] = compat_server.requests
     assert body["temperature"] == 0.25
+
+
+async def test_max_retries_retries_an_unavailable_server(compat_server: _CompatServer) -> None:
+    base_url = f"http://127.0.0.1:{compat_server.port}/v1"
+    argv = ["run", "--model", "local/llama3", "--base-url", base_url]
+    compat_server.unavailable = 2
+    assert await _run([*argv, "--max-retries", "2", "hello"]) == (0, "Hi there.\n", "")
+    assert len(compat_server.requests) == 3
+    compat_server.unavailable = 2
+    status, out, err = await _run([*argv, "--max-retries", "1", "hello"])
+    assert (status, out, err) == (1, "", '[error] 503: {"message":"try again"}\n')
+    assert len(compat_server.requests) == 5
 
 
 # ---------------------------------------------------------------------------------------

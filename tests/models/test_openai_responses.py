@@ -203,7 +203,6 @@ def test_body_shape_with_replay() -> None:
                 "name": "get_weather",
                 "description": "Weather for a city",
                 "parameters": WEATHER.parameters,
-                "strict": False,
             }
         ],
         "reasoning": {"effort": "high", "summary": "auto"},
@@ -239,7 +238,7 @@ def test_system_role_reasoning_off_and_min_output_tokens() -> None:
 
 def test_tool_results_images_and_foreign_tool_calls() -> None:
     model = make_model(input=["text", "image"])
-    other = make_model(id="other-model")
+    other = make_model(id="other-model", provider="other-provider")
     image = ImageContent(data="BBBB", mime_type="image/jpeg")
     messages: list[Message] = [
         UserMessage(content="go"),

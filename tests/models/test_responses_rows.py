@@ -87,10 +87,14 @@ def raw_response(
         (500, {"error": ERROR_OBJECT}, f"OpenAI API error (500): {ERROR_OBJECT_TEXT}"),
         (400, "upstream exploded", "OpenAI API error (400): 400 upstream exploded"),
         (401, "", "OpenAI API error (401): 401 status code (no body)"),
-        (400, '{"error":null,"detail":"x"}', 'OpenAI API error (400): {"error":null,"detail":"x"}'),
+        (
+            400,
+            '{"error":null,"detail":"x"}',
+            'OpenAI API error (400): 400 {"error":null,"detail":"x"}',
+        ),
         (400, "[1,2]", "OpenAI API error (400): 400 [1,2]"),
         (400, '{"error":{}}', "OpenAI API error (400): 400 {}"),
-        (400, '"just a string"', 'OpenAI API error (400): 400 "just a string"'),
+        (400, '"just a string"', "OpenAI API error (400): 400 status code (no body)"),
         (
             400,
             ' {"error":{"message":"caf\\u00e9"}}\n',

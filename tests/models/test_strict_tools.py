@@ -186,7 +186,7 @@ def test_responses_strict_tools() -> None:
         },
     ]
     plain = responses_body(responses_model(), transcript(CONSTRAINED))
-    assert plain["tools"][0]["strict"] is False
+    assert "strict" not in plain["tools"][0]
     assert plain["tools"][0]["parameters"] == AB
 
 
@@ -254,7 +254,32 @@ async def test_a_required_strict_tool_fails_the_request(
     events = await anthropic_collect(model, http_client, transcript(require))
     assert [event.type for event in events] == ["error"]
     assert final_error(events).error_message == (
-        'Tool "t" requires JSON-schema constrained sampling, but anthropic does not support '
-        "strict tools for this model."
+        'Tool "t" requires JSON-schema constrained sampling, but strict tools are unsupported.'
     )
     assert sse_server.requests == []
+
+
+def test_a_bare_enum_counts_as_typed_and_a_null_enum_or_const_allows_null() -> None:
+    # Found by the differential check against pi-ai 1.6.0: strict mode takes an enum
+    # without a type, and a member that already admits null gets no null branch.
+    schema = {
+        "type": "object",
+        "properties": {
+            "mode": {"enum": ["a", "b"]},
+            "maybe": {"enum": ["x", None]},
+            "nothing": {"type": "string", "const": None},
+        },
+        "required": ["mode"],
+    }
+    assert strict_tool_schema(schema) == {
+        "type": "object",
+        "properties": {
+            "mode": {"enum": ["a", "b"]},
+            "maybe": {"enum": ["x", None]},
+            "nothing": {"type": "string", "const": None},
+        },
+        "required": ["mode", "maybe", "nothing"],
+        "additionalProperties": False,
+    }
+    with pytest.raises(StrictSchemaError, match=r"^parameters\.c has no type$"):
+        strict_tool_schema({"type": "object", "properties": {"c": {"const": 1}}})

@@ -16,6 +16,7 @@ from typing import Any, Literal
 import attrs
 
 from .._events import AssistantMessageEvent
+from .._json_stream import parse_json_with_repair
 from .._messages import (
     AssistantMessage,
     ImageContent,
@@ -37,6 +38,7 @@ from ._cost import (
     calculate_cost,
     clamp_max_tokens_to_context,
     clamp_thinking_level,
+    is_openrouter,
     provider_billed_total,
     with_billed_total,
 )
@@ -53,7 +55,7 @@ from ._http import (
     compat_value,
     stream_http,
 )
-from ._strict_tools import strict_schema_for
+from ._strict_tools import strict_schema_for, wants_strict
 from ._transform import sanitize_surrogates, transform_messages
 
 __all__ = [
@@ -275,14 +277,87 @@ def _eager_input_streaming(model: Model) -> bool:
     return compat_value(model, "supportsEagerToolInputStreaming", True) is not False
 
 
+# Keywords Anthropic's strict mode rejects with a 400 for the whole request.
+_STRICT_REJECTED_KEYWORDS = frozenset(
+    {
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+        "maxItems",
+        "uniqueItems",
+        "minContains",
+        "maxContains",
+        "minProperties",
+        "maxProperties",
+    }
+)
+_STRICT_STRING_FORMATS = frozenset(
+    {"date-time", "time", "date", "duration", "email", "hostname", "uri", "ipv4", "ipv6", "uuid"}
+)
+
+
+def _strict_rejected_keyword(schema: Any) -> str | None:
+    """The first keyword of ``schema`` (or a nested schema) that Anthropic's strict mode
+    rejects, as ``<keyword>: <JSON value> is unsupported``; ``None`` when there is none."""
+    if not isinstance(schema, dict):
+        return None
+    for key, value in schema.items():
+        rejected = (
+            key in _STRICT_REJECTED_KEYWORDS
+            or (key == "minItems" and value not in (0, 1))
+            or (
+                key == "format" and not (isinstance(value, str) and value in _STRICT_STRING_FORMATS)
+            )
+        )
+        if rejected:
+            return f"{key}: {compact_json(value)} is unsupported"
+    nested: list[Any] = []
+    if isinstance(schema.get("anyOf"), list):
+        nested.extend(schema["anyOf"])
+    nested.append(schema.get("items"))
+    if isinstance(schema.get("properties"), dict):
+        nested.extend(schema["properties"].values())
+    for member in nested:
+        problem = _strict_rejected_keyword(member)
+        if problem is not None:
+            return problem
+    return None
+
+
+def _strict_schema(tool: ToolDeclaration, model: Model) -> dict[str, Any] | None:
+    # The shared rule (see ._strict_tools), with upstream's wording for a model without
+    # strict tools and Anthropic's own keyword limits on top.
+    if not wants_strict(tool):
+        return None
+    problem: str | None = None
+    if compat_value(model, "supportsStrictTools", False) is not True:
+        problem = "strict tools are unsupported"
+    else:
+        schema = strict_schema_for(tool, supported=True, provider=model.provider)
+        if schema is None:
+            return None
+        problem = _strict_rejected_keyword(tool.parameters)
+        if problem is None:
+            return schema
+    if tool.constrained_sampling.get("strict") == "require":
+        raise ValueError(
+            f'Tool "{tool.name}" requires JSON-schema constrained sampling, but {problem}.'
+        )
+    return None
+
+
 def convert_anthropic_tools(tools: Sequence[ToolDeclaration], model: Model) -> list[dict[str, Any]]:
     """Convert tool declarations to Anthropic ``tools`` entries.
 
     With ``compat.supportsStrictTools`` a tool asking for JSON-schema constrained sampling
-    gets ``strict: true`` and its schema in strict form (see :mod:`._strict_tools`).
+    gets ``strict: true`` and its schema in strict form (see :mod:`._strict_tools`), unless
+    its schema uses a keyword Anthropic's strict mode rejects (``minimum``, ``maxItems``,
+    a ``format`` other than the supported ones, ...): then it goes out non-strict under
+    ``strict: "prefer"`` and fails the request under ``"require"``.
     """
     eager = _eager_input_streaming(model)
-    supported = compat_value(model, "supportsStrictTools", False) is True
     converted: list[dict[str, Any]] = []
     for tool in tools:
         entry: dict[str, Any] = {
@@ -291,8 +366,12 @@ def convert_anthropic_tools(tools: Sequence[ToolDeclaration], model: Model) -> l
         }
         if eager:
             entry["eager_input_streaming"] = True
-        strict_schema = strict_schema_for(tool, supported=supported, provider=model.provider)
-        entry["input_schema"] = _input_schema(strict_schema or tool.parameters)
+        strict_schema = _strict_schema(tool, model)
+        if strict_schema is None:
+            entry["input_schema"] = _input_schema(tool.parameters)
+        else:
+            # A strict schema keeps its other root keywords (e.g. a description).
+            entry["input_schema"] = {**strict_schema, **_input_schema(strict_schema)}
         if strict_schema is not None:
             entry["strict"] = True
         converted.append(entry)
@@ -363,7 +442,8 @@ def build_anthropic_body(
         thinking = _thinking_disabled_body(model)
     elif compat_value(model, "forceAdaptiveThinking", False):
         thinking = {"type": "adaptive", "display": "summarized"}
-        output_config = {"effort": _adaptive_effort(model, level)}
+        # The effort follows the requested level, as upstream does (not the clamped one).
+        output_config = {"effort": _adaptive_effort(model, requested)}
     else:
         # The budget follows the requested level, as upstream does (not the clamped one).
         max_tokens, budget = adjust_max_tokens_for_thinking(
@@ -463,8 +543,8 @@ class AnthropicEventMapper:
         """Set once ``message_stop`` arrived: nothing after it matters."""
         self._builder = builder
         self._model = model
-        self._blocks: dict[int, int] = {}
-        """Provider block index -> content index (unknown block kinds are absent)."""
+        self._blocks: dict[int, tuple[int, str]] = {}
+        """Provider block index -> (content index, block kind); unknown kinds are absent."""
         self._error_data: str | None = None
         self._stop_reason: Literal["stop", "length", "toolUse"] | None = None
         self._stop_error: str | None = None
@@ -489,10 +569,12 @@ class AnthropicEventMapper:
                 return {"type": "error", "data": sse.data}
         if sse.event == "message" or sse.event in _HANDLED_EVENTS:
             try:
-                payload = json.loads(sse.data)
+                # Raw control characters and stray backslashes in strings are repaired.
+                payload = parse_json_with_repair(sse.data)
             except ValueError as exc:
                 raw = "\\n".join(
-                    ([] if sse.event == "message" else [f"event: {sse.event}"])
+                    sse.raw
+                    or ([] if sse.event == "message" else [f"event: {sse.event}"])
                     + [f"data: {line}" for line in sse.data.split("\n")]
                 )
                 raise ProviderStreamError(
@@ -561,14 +643,18 @@ class AnthropicEventMapper:
     def _on_message_delta(self, payload: dict[str, Any]) -> list[AssistantMessageEvent]:
         delta = payload.get("delta") or {}
         reason = delta.get("stop_reason")
+        self._update_usage(payload.get("usage") or {})
         if reason is not None:
             mapped = _STOP_REASONS.get(reason)
-            if mapped is None:
-                self._stop_error = _stop_reason_error(reason, payload)
-            else:
+            if mapped is not None:
                 self._stop_reason = mapped
                 self._builder.stop_reason = mapped
-        self._update_usage(payload.get("usage") or {})
+            elif reason in ("refusal", "sensitive"):
+                # Reported once the body ended, as upstream does.
+                self._stop_error = _stop_reason_error(reason, payload)
+            else:
+                # An unknown reason fails at once, with this event's usage applied (U23).
+                raise ProviderStreamError(_stop_reason_error(reason, payload))
         return []
 
     def _on_message_stop(self, payload: dict[str, Any]) -> list[AssistantMessageEvent]:
@@ -605,31 +691,35 @@ class AnthropicEventMapper:
             )
         else:
             return []
-        self._blocks[payload.get("index", 0)] = index
+        # Redacted thinking takes thinking deltas, as a thinking block does.
+        family = "thinking" if kind == "redacted_thinking" else kind
+        self._blocks[payload.get("index", 0)] = (index, family)
         return [event]
 
     def _on_content_block_delta(self, payload: dict[str, Any]) -> list[AssistantMessageEvent]:
-        index = self._blocks.get(payload.get("index", 0))
-        if index is None:
+        open_block = self._blocks.get(payload.get("index", 0))
+        if open_block is None:
             return []
+        index, block_kind = open_block
         delta = payload.get("delta") or {}
         kind = delta.get("type")
         builder = self._builder
-        if kind == "text_delta":
+        # A delta of another kind than its block is ignored.
+        if kind == "text_delta" and block_kind == "text":
             return [builder.text_delta(index, delta.get("text") or "")]
-        if kind == "thinking_delta":
+        if kind == "thinking_delta" and block_kind == "thinking":
             return [builder.thinking_delta(index, delta.get("thinking") or "")]
-        if kind == "input_json_delta":
+        if kind == "input_json_delta" and block_kind == "tool_use":
             return [builder.tool_call_delta(index, delta.get("partial_json") or "")]
-        if kind == "signature_delta":
+        if kind == "signature_delta" and block_kind == "thinking":
             builder.set_thinking_signature(index, delta.get("signature") or "", append=True)
         return []
 
     def _on_content_block_stop(self, payload: dict[str, Any]) -> list[AssistantMessageEvent]:
-        index = self._blocks.pop(payload.get("index", 0), None)
-        if index is None:
+        open_block = self._blocks.pop(payload.get("index", 0), None)
+        if open_block is None:
             return []
-        return [self._builder.end_block(index)]
+        return [self._builder.end_block(open_block[0])]
 
     # -- usage ------------------------------------------------------------------------
 
@@ -696,11 +786,12 @@ def build_anthropic_request(
         model,
         lambda tool_call_id, _model, _source: normalize_anthropic_tool_call_id(tool_call_id),
     )
+    retention = cache_retention(model)
     body, betas = build_anthropic_body(
         model,
         messages,
         options,
-        cache_retention=cache_retention(model),
+        cache_retention=retention,
         transcript=context.messages,
     )
     headers = {
@@ -711,12 +802,16 @@ def build_anthropic_request(
     if betas:
         order = (FINE_GRAINED_TOOL_STREAMING_BETA, INTERLEAVED_THINKING_BETA)
         headers["anthropic-beta"] = ",".join(sorted(betas, key=order.index))
-    # U62: session affinity for routers that honour it.
-    if options.session_id:
-        if model.provider == "openrouter":
-            headers["x-session-id"] = options.session_id
-        if compat_value(model, "sendSessionAffinityHeaders") is True:
-            headers["x-session-affinity"] = options.session_id
+    # U62: session affinity for routers that honour it (on by default for OpenRouter),
+    # one header, named after the router's format; none without prompt caching.
+    if options.session_id and retention != "none":
+        openrouter = is_openrouter(model)
+        if compat_value(model, "sendSessionAffinityHeaders", openrouter) is True:
+            style = compat_value(
+                model, "sessionAffinityFormat", "openrouter" if openrouter else None
+            )
+            name = "x-session-id" if style == "openrouter" else "x-session-affinity"
+            headers[name] = options.session_id
     return ProviderRequest(
         url=f"{model.base_url.rstrip('/')}/v1/messages?beta=true",
         body=body,

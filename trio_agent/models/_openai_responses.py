@@ -12,7 +12,10 @@ import re
 from collections.abc import AsyncGenerator, Iterator, Sequence
 from typing import Any, Literal
 
+import httpx
+
 from .._events import AssistantMessageEvent
+from .._jsjson import js_number, js_stringify
 from .._messages import (
     AssistantMessage,
     ImageContent,
@@ -39,13 +42,11 @@ from ._http import (
     ProviderStreamError,
     SseEvent,
     cache_retention,
-    client_error_text,
     compact_json,
     compat_value,
-    parse_sse_json,
     stream_http,
+    truncate_json_error,
 )
-from ._openai_completions import openai_error_text
 from ._strict_tools import strict_schema_for
 from ._transform import sanitize_surrogates, transform_messages
 
@@ -54,9 +55,11 @@ __all__ = [
     "ResponsesEventMapper",
     "build_responses_body",
     "build_responses_request",
+    "client_error_message",
     "convert_responses_input",
     "convert_responses_tools",
     "format_responses_http_error",
+    "format_responses_retry_error",
     "normalize_responses_tool_call_id",
     "short_hash",
     "split_tool_call_id",
@@ -102,6 +105,58 @@ def short_hash(text: str) -> str:
     return _base36(h2) + _base36(h1)
 
 
+def _js_truthy(value: Any) -> bool:
+    """JavaScript truthiness of a JSON value (empty objects and arrays are true)."""
+    if isinstance(value, dict | list):
+        return True
+    return bool(value)
+
+
+def _js_string(value: Any) -> str:
+    """A JSON value as JavaScript's template literals write it (``undefined`` for a
+    missing value, see :data:`_MISSING`)."""
+    if value is _MISSING:
+        return "undefined"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return js_number(value)
+    if isinstance(value, list):
+        return ",".join("" if item is None else _js_string(item) for item in value)
+    if isinstance(value, dict):
+        return "[object Object]"
+    return str(value)
+
+
+_MISSING: Any = object()
+"""A missing member, ``undefined`` in JavaScript."""
+
+
+def client_error_message(error: Any, status: int | None = None, raw: str | None = None) -> str:
+    """The message of the OpenAI client's ``APIError`` for the error value ``error``.
+
+    ``error.message`` when truthy (its JSON when not a string), else the JSON of a truthy
+    ``error``, else ``raw``; after ``<status> `` when there is a status. Without any of
+    them: ``<status> status code (no body)`` or ``(no status code or body)``.
+    """
+    message = error.get("message") if isinstance(error, dict) else None
+    if _js_truthy(message):
+        text = message if isinstance(message, str) else js_stringify(message)
+    elif error is not _MISSING and _js_truthy(error):
+        text = js_stringify(error)
+    else:
+        text = raw or ""
+    if status is not None:
+        return f"{status} {text}" if text else f"{status} status code (no body)"
+    return text or "(no status code or body)"
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
 def _normalize_id_part(text: str) -> str:
     return _INVALID_ID_CHARS.sub("_", text)[:_MAX_ID_LENGTH].rstrip("_")
 
@@ -135,18 +190,27 @@ def normalize_responses_tool_call_id(tool_call_id: str, model: Model) -> str:
 
 
 def _text_signature_id(signature: str | None) -> tuple[str | None, str | None]:
-    """The message item id (and phase) stored in a text signature."""
+    """The message item id (and phase) stored in a text signature.
+
+    Only ``{"v":1,"id":<string>}`` (with an optional phase ``commentary`` or
+    ``final_answer``) is read as structured; any other signature is a bare id.
+    """
     if not signature:
         return None, None
     if signature.startswith("{"):
         try:
             value = json.loads(signature)
         except ValueError:
-            return None, None
-        if isinstance(value, dict) and isinstance(value.get("id"), str):
+            value = None
+        version = value.get("v") if isinstance(value, dict) else None
+        if (
+            isinstance(value, dict)
+            and version == 1
+            and not isinstance(version, bool)
+            and isinstance(value.get("id"), str)
+        ):
             phase = value.get("phase")
-            return value["id"], phase if isinstance(phase, str) else None
-        return None, None
+            return value["id"], phase if phase in ("commentary", "final_answer") else None
     return signature, None  # legacy: a bare id
 
 
@@ -177,8 +241,15 @@ def _user_item(message: UserMessage) -> dict[str, Any] | None:
     return {"role": "user", "content": parts} if parts else None
 
 
-def _assistant_items(message: AssistantMessage, ordinal: int) -> list[dict[str, Any]]:
+def _assistant_items(message: AssistantMessage, ordinal: int, model: Model) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
+    # Item ids of another model of the same provider and API would pair with reasoning
+    # items the target model never produced: its function calls go without ids.
+    other_model = (
+        message.provider == model.provider
+        and message.api == model.api
+        and message.model != model.id
+    )
     text_count = 0
     for block in message.content:
         if isinstance(block, ThinkingContent):
@@ -219,7 +290,7 @@ def _assistant_items(message: AssistantMessage, ordinal: int) -> list[dict[str, 
             call_id, item_id = split_tool_call_id(block.id)
             call: dict[str, Any] = {"type": "function_call"}
             # Another model's item ids were rewritten to fc_<hash> or dropped already.
-            if item_id is not None and item_id.startswith("fc_"):
+            if item_id is not None and item_id.startswith("fc_") and not other_model:
                 call["id"] = item_id
             call["call_id"] = call_id
             call["name"] = block.name
@@ -239,7 +310,7 @@ def _tool_result_item(result: ToolResultMessage, model: Model) -> dict[str, Any]
     text = "\n".join(texts)
     output: str | list[dict[str, Any]]
     if images and "image" in model.input:
-        output = [{"type": "input_text", "text": text}] if text else []
+        output = [{"type": "input_text", "text": text}] if text.strip() else []
         output.extend(_input_image(image) for image in images)
     elif text.strip():
         output = text
@@ -272,7 +343,7 @@ def convert_responses_input(messages: Sequence[Message], model: Model) -> list[d
             if item is not None:
                 produced.append(item)
         elif isinstance(message, AssistantMessage):
-            produced.extend(_assistant_items(message, emitted))
+            produced.extend(_assistant_items(message, emitted, model))
         elif isinstance(message, ToolResultMessage):
             produced.append(_tool_result_item(result=message, model=model))
         if produced:
@@ -284,9 +355,10 @@ def convert_responses_input(messages: Sequence[Message], model: Model) -> list[d
 def convert_responses_tools(tools: Sequence[ToolDeclaration], model: Model) -> list[dict[str, Any]]:
     """Convert tool declarations to Responses function tools.
 
-    Every tool says whether it is ``strict`` (the API's default is strict). With
-    ``compat.supportsStrictMode`` a tool asking for JSON-schema constrained sampling is
-    strict and its schema is sent in strict form (see :mod:`._strict_tools`).
+    Only a model with ``compat.supportsStrictMode`` gets ``strict`` on its tools: a tool
+    asking for JSON-schema constrained sampling is then strict, its schema sent in strict
+    form (see :mod:`._strict_tools`), and every other tool says ``strict: false``. Without
+    the switch no tool carries the field.
     """
     supported = compat_value(model, "supportsStrictMode", False) is True
     converted: list[dict[str, Any]] = []
@@ -297,8 +369,9 @@ def convert_responses_tools(tools: Sequence[ToolDeclaration], model: Model) -> l
             "name": tool.name,
             "description": sanitize_surrogates(tool.description),
             "parameters": strict_schema or tool.parameters,
-            "strict": strict_schema is not None,
         }
+        if supported:
+            entry["strict"] = strict_schema is not None
         converted.append(entry)
     return converted
 
@@ -307,8 +380,9 @@ def _reasoning_body(model: Model, options: StreamOptions) -> dict[str, Any] | No
     if not model.reasoning:
         return None
     level_map = model.thinking_level_map or {}
-    requested = options.reasoning or "off"
-    level = "off" if requested == "off" else clamp_thinking_level(model, requested)
+    # A requested level, "off" included, is clamped to what the model supports: a model
+    # that cannot switch reasoning off gets its lowest level for an explicit "off".
+    level = "off" if options.reasoning is None else clamp_thinking_level(model, options.reasoning)
     if level != "off":
         effort = level_map.get(level) or level
         return {"effort": effort, "summary": "auto"}
@@ -334,7 +408,10 @@ def build_responses_body(
         options: Request options (``reasoning``, ``max_tokens``, ``temperature``,
             ``session_id`` are used here).
         cache_retention: With ``"none"`` no ``prompt_cache_key`` is sent; ``"long"`` adds
-            ``prompt_cache_retention: "24h"``.
+            ``prompt_cache_retention: "24h"`` (unless ``compat.supportsLongCacheRetention``
+            is false). With ``compat.supportsExplicitPromptCacheMode`` the retention is
+            ``prompt_cache_options`` instead: ``{"mode": "explicit"}`` for ``"none"``,
+            ``{"ttl": "30m"}`` for ``"long"``.
         transcript: The transcript as given (before collapsing and transforming), from
             which the input size is estimated; ``messages`` when omitted.
     """
@@ -350,7 +427,13 @@ def build_responses_body(
         and compat_value(model, "promptCacheKeyMode") != "disabled"
     ):
         body["prompt_cache_key"] = options.session_id[:64]
-    if cache_retention == "long" and compat_value(model, "supportsLongCacheRetention") is not False:
+    long_supported = compat_value(model, "supportsLongCacheRetention") is not False
+    if compat_value(model, "supportsExplicitPromptCacheMode") is True:
+        if cache_retention == "none":
+            body["prompt_cache_options"] = {"mode": "explicit"}
+        elif cache_retention == "long" and long_supported:
+            body["prompt_cache_options"] = {"ttl": "30m"}
+    elif cache_retention == "long" and long_supported:
         body["prompt_cache_retention"] = "24h"
     max_tokens = clamp_max_tokens_to_context(
         model,
@@ -369,8 +452,8 @@ def build_responses_body(
     reasoning = _reasoning_body(model, options)
     if reasoning is not None:
         body["reasoning"] = reasoning
-        if reasoning.get("summary"):
-            body["include"] = ["reasoning.encrypted_content"]
+    if model.reasoning and (model.provider == "xai" or (reasoning or {}).get("summary")):
+        body["include"] = ["reasoning.encrypted_content"]
     return body
 
 
@@ -399,27 +482,41 @@ class ResponsesEventMapper:
 
     def __init__(self, builder: AssistantMessageBuilder, model: Model) -> None:
         self.finished = False
-        """Set once a terminal response event arrived: nothing after it matters."""
+        """Set once a terminal response event or ``data: [DONE]`` arrived: nothing after
+        it matters."""
+        self._terminal = False
+        """A terminal response event arrived."""
         self._builder = builder
         self._model = model
         self._items: dict[int, _Item] = {}
         self._reasoning_blocks: dict[str, int] = {}
         """Reasoning item id -> content index, to back-fill encrypted content."""
         self._stop_reason: Literal["stop", "length", "toolUse"] | None = None
-        self._named_error = False
-        """The last parsed event came with an ``event: error`` line."""
 
     def parse(self, sse: SseEvent) -> Any:
-        """The event's JSON (every Responses event carries its ``type``).
+        """The event's JSON (every Responses event carries its ``type``); ``None`` for
+        ``data: [DONE]``, which ends the body as the OpenAI client reads it.
 
         Raises:
-            ProviderStreamError: the data is not JSON.
+            ProviderStreamError: the data is not JSON; or the event is an error as the
+                OpenAI client reads it: one with an ``event: error`` line (its ``error``
+                member, else the whole data, worded by :func:`client_error_message`), or
+                any event whose data has a truthy ``error`` member.
         """
+        if sse.data == "[DONE]":
+            self.finished = True  # the OpenAI client stops reading here
+            return None
         try:
-            payload = parse_sse_json(sse.data)
-        except ProviderStreamError:
+            # Strict, as JSON.parse: no repair, no NaN or Infinity (parity row U38).
+            payload = json.loads(sse.data, parse_constant=_reject_constant)
+        except ValueError:
             raise ProviderStreamError(MALFORMED_EVENT_JSON) from None
-        self._named_error = sse.event == "error"
+        nested = payload.get("error", _MISSING) if isinstance(payload, dict) else _MISSING
+        if sse.event == "error":
+            detail = payload if nested is _MISSING or nested is None else nested
+            raise ProviderStreamError(client_error_message(detail))
+        if nested is not _MISSING and _js_truthy(nested):
+            raise ProviderStreamError(client_error_message(nested))
         if not isinstance(payload, dict):
             return None
         if "type" not in payload and sse.event != "message":
@@ -436,7 +533,10 @@ class ResponsesEventMapper:
         kind = event.get("type")
         builder = self._builder
         if kind == "error":
-            raise ProviderStreamError(self._error_event_text(event))
+            code = _js_string(event.get("code", _MISSING))
+            raise ProviderStreamError(
+                f"Error Code {code}: {_js_string(event.get('message', _MISSING))}"
+            )
         if kind == "response.created":
             self._on_response(event.get("response") or {})
             return []
@@ -475,9 +575,10 @@ class ResponsesEventMapper:
 
         Raises:
             ProviderStreamError: the body ended before a terminal response event, without
-                a stop reason, or with a tool call still streaming.
+                a stop reason, or with a tool call still streaming when the stop reason is
+                ``toolUse``.
         """
-        if not self.finished:
+        if not self._terminal:
             raise ProviderStreamError(
                 "OpenAI Responses stream ended before a terminal response event"
             )
@@ -487,7 +588,9 @@ class ResponsesEventMapper:
         content = builder.content
         for index in builder.open_blocks:
             block = content[index]
-            if isinstance(block, ToolCall):
+            # Only calls the agent would run must be complete; a response cut at its
+            # length limit keeps its unfinished call (closed below).
+            if isinstance(block, ToolCall) and self._stop_reason == "toolUse":
                 raise ProviderStreamError(
                     "OpenAI Responses stream completed with an unfinished tool call: "
                     f"{block.name} ({block.id})"
@@ -524,18 +627,11 @@ class ResponsesEventMapper:
         else:
             return []
         self._items[payload.get("output_index", -1)] = _Item(kind, index, item.get("id"))
+        arguments = item.get("arguments") if kind == "function_call" else None
+        if isinstance(arguments, str) and arguments:
+            # Arguments that come with the added item count at once (U34).
+            return [event, *self._replace_arguments(index, arguments)]
         return [event]
-
-    def _error_event_text(self, event: dict[str, Any]) -> str:
-        if self._named_error:
-            # With an ``event: error`` line upstream reads the nested error's message,
-            # else the event's own message.
-            nested = event.get("error")
-            if isinstance(nested, dict) and isinstance(nested.get("message"), str):
-                return str(nested["message"])
-            if isinstance(event.get("message"), str):
-                return str(event["message"])
-        return f"Error Code {event.get('code')}: {event.get('message')}"
 
     def _on_item_done(self, payload: dict[str, Any]) -> list[AssistantMessageEvent]:
         item = payload.get("item") or {}
@@ -593,7 +689,8 @@ class ResponsesEventMapper:
         self._terminal = True
         self._on_response(response)
         self._update_usage(response.get("usage"))
-        self._backfill_reasoning(response.get("output"))
+        if kind != "response.failed":
+            self._backfill_reasoning(response.get("output"))
         status = response.get("status")
         details = response.get("incomplete_details") or {}
         reason = details.get("reason") if isinstance(details, dict) else None
@@ -601,11 +698,15 @@ class ResponsesEventMapper:
             raise ProviderStreamError("An unknown error occurred")
         if kind == "response.failed" or status == "failed":
             error = response.get("error")
-            if isinstance(error, dict) and error:
+            if _js_truthy(error):
+                fields = error if isinstance(error, dict) else {}
+                code = fields.get("code")
+                text = fields.get("message")
                 message = (
-                    f"{error.get('code') or 'unknown'}: {error.get('message') or 'no message'}"
+                    f"{_js_string(code) if _js_truthy(code) else 'unknown'}: "
+                    f"{_js_string(text) if _js_truthy(text) else 'no message'}"
                 )
-            elif reason:
+            elif _js_truthy(reason):
                 message = f"incomplete: {reason}"
             else:
                 message = "Unknown error (no error details in response)"
@@ -689,13 +790,30 @@ def _provider_label(model: Model) -> str:
     return "OpenAI" if model.provider == "openai" else model.provider
 
 
+_OPENCODE_SESSION = "x-opencode-session"
+
+
+def _is_opencode(model: Model) -> bool:
+    if model.provider in ("opencode", "opencode-go"):
+        return True
+    try:
+        return httpx.URL(model.base_url).host == "opencode.ai"
+    except httpx.InvalidURL:
+        return False
+
+
 def build_responses_request(
     model: Model, context: LlmContext, options: StreamOptions, api_key: str | None
 ) -> ProviderRequest:
     """The HTTP request of one Responses call (``POST {base_url}/responses``).
 
     The transcript is collapsed (system messages fold into the leading instructions) and
-    transformed for ``model`` first. With a ``session_id`` the session headers are sent.
+    transformed for ``model`` first. With a ``session_id`` (and a cache retention other
+    than ``"none"``) the session-affinity headers of ``compat.sessionAffinityFormat`` are
+    sent: ``x-session-id`` for ``"openrouter"`` (the default for OpenRouter),
+    ``session-id`` and ``x-client-request-id`` for ``"openai"`` (the default otherwise),
+    only ``x-client-request-id`` for any other value. OpenCode also gets its
+    ``x-opencode-session`` routing header unless the caller sets it.
     """
     messages = transform_messages(
         collapse_system_messages(context.messages),
@@ -709,12 +827,21 @@ def build_responses_request(
         model, messages, options, cache_retention=retention, transcript=context.messages
     )
     headers: dict[str, str] = {}
-    if options.session_id and retention != "none":
-        if model.provider == "openrouter":
-            headers["x-session-id"] = options.session_id
+    session_id = options.session_id
+    if session_id and retention != "none":
+        affinity = compat_value(model, "sessionAffinityFormat")
+        if affinity is None:
+            openrouter = model.provider == "openrouter" or "openrouter.ai" in model.base_url
+            affinity = "openrouter" if openrouter else "openai"
+        if affinity == "openrouter":
+            headers["x-session-id"] = session_id
         else:
-            headers["session-id"] = options.session_id
-            headers["x-client-request-id"] = options.session_id
+            if affinity == "openai":
+                headers["session-id"] = session_id
+            headers["x-client-request-id"] = session_id
+    caller_headers = {name.lower() for name in options.headers or {}}
+    if session_id and _is_opencode(model) and _OPENCODE_SESSION not in caller_headers:
+        headers[_OPENCODE_SESSION] = session_id
     return ProviderRequest(
         url=f"{model.base_url.rstrip('/')}/responses",
         body=body,
@@ -723,19 +850,56 @@ def build_responses_request(
     )
 
 
+def _client_error(error: HttpError) -> tuple[str, Any]:
+    """The OpenAI client's view of an HTTP error: its message and its error value.
+
+    The client reads a JSON body's ``error`` member as the error, or the whole value when
+    it is an object or array whose ``error`` is null or missing; a body that is not JSON,
+    or JSON that is false, null, 0 or "", is kept as raw text. The message is
+    :func:`client_error_message` with the status.
+    """
+    body = error.body
+    try:
+        parsed: Any = json.loads(body)
+    except ValueError:
+        parsed = _MISSING
+    if parsed is _MISSING or not _js_truthy(parsed):
+        return client_error_message(_MISSING, error.status, body), _MISSING
+    if isinstance(parsed, list) or (isinstance(parsed, dict) and parsed.get("error") is None):
+        detail = parsed
+    else:
+        detail = parsed.get("error", _MISSING) if isinstance(parsed, dict) else _MISSING
+    return client_error_message(detail, error.status), detail
+
+
+def _http_error_text(error: HttpError) -> str:
+    """The text of an HTTP error as pi words it: the client's message (see
+    :func:`_client_error`), or the compact JSON of an error that is a non-empty object
+    (cut at 4000 characters) when the message does not already contain it."""
+    message, detail = _client_error(error)
+    if not (isinstance(detail, dict) and detail):
+        return message
+    shown = truncate_json_error(js_stringify(detail))
+    return message if shown in message else shown
+
+
+def format_responses_retry_error(error: HttpError, model: Model) -> str:
+    """The end of a ``Server requested <n>s retry delay`` message: the OpenAI client's
+    message (see :func:`_client_error`). ``model`` is not used."""
+    return _client_error(error)[0]
+
+
 def format_responses_http_error(error: HttpError, model: Model) -> str:
     """``<Provider> API error (<status>): <text>`` (``OpenAI`` for provider ``openai``), the
-    text worded as :func:`~._openai_completions.openai_error_text` does (an error object
-    without a second status)."""
-    text = openai_error_text(error, object_status=False)
-    return f"{_provider_label(model)} API error ({error.status}): {text}"
+    text as the OpenAI client and pi word it (see :func:`_http_error_text`)."""
+    return f"{_provider_label(model)} API error ({error.status}): {_http_error_text(error)}"
 
 
 OPENAI_RESPONSES = HttpApi(
     build_request=build_responses_request,
     create_mapper=ResponsesEventMapper,
     format_http_error=format_responses_http_error,
-    format_retry_error=client_error_text,
+    format_retry_error=format_responses_retry_error,
 )
 """The ``openai-responses`` wire API for :func:`~._http.stream_http`."""
 

@@ -8,8 +8,9 @@ uses (parity rows U01-U06):
   ``\\x85`` and ``\\x0b``, which JSON may carry unescaped);
 - a UTF-8 byte order mark at the start of the body is skipped, and UTF-8 sequences cut
   between reads are joined;
-- a blank line dispatches an event only if an ``event:`` or ``data:`` line came since the
-  last dispatch (so blank lines after an ``id:`` line dispatch nothing);
+- a blank line dispatches an event only if a ``data:`` line or an ``event:`` line with a
+  name came since the last dispatch (so blank lines after an ``id:`` line dispatch
+  nothing);
 - at the end of the body a pending event is dispatched even without its blank line, and an
   unterminated last line counts as a line;
 - the Content-Type of the response is not looked at.
@@ -29,6 +30,8 @@ import attrs
 __all__ = ["SseDecoder", "SseEvent"]
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
+_RAW_LINES = 4096
+"""At most this many raw lines are kept per event (keep-alive comments add up)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -41,6 +44,9 @@ class SseEvent:
     """The ``data:`` lines joined with ``"\\n"``."""
     id: str = ""
     """The last ``id:`` seen in the stream so far."""
+    raw: tuple[str, ...] = attrs.field(default=(), eq=False)
+    """The non-blank lines as received since the previous event (comments and ``id:``
+    lines included, at most 4096), for error messages that quote the event; not compared."""
 
 
 class SseDecoder:
@@ -58,8 +64,8 @@ class SseDecoder:
         self._partial: list[str] = []  # the unterminated line so far, in pieces
         self._event: str | None = None
         self._data: list[str] = []
-        self._seen = False  # an event: or data: line since the last dispatch
         self._id = ""
+        self._raw: list[str] = []  # the lines since the last dispatched event
         self._json: list[str] | None = None
 
     @property
@@ -123,6 +129,8 @@ class SseDecoder:
         if not line:
             self._dispatch(out)
             return
+        if len(self._raw) < _RAW_LINES:
+            self._raw.append(line)
         if line.startswith(":"):
             return
         name, colon, value = line.partition(":")
@@ -130,19 +138,22 @@ class SseDecoder:
             value = value[1:]
         if name == "data":
             self._data.append(value)
-            self._seen = True
         elif name == "event":
             self._event = value
-            self._seen = True
         elif name == "id" and "\0" not in value:
             self._id = value
         # "retry" and unknown fields are ignored.
 
     def _dispatch(self, out: list[SseEvent]) -> None:
-        if self._seen:
+        if self._event or self._data:
             out.append(
-                SseEvent(event=self._event or "message", data="\n".join(self._data), id=self._id)
+                SseEvent(
+                    event=self._event or "message",
+                    data="\n".join(self._data),
+                    id=self._id,
+                    raw=tuple(self._raw),
+                )
             )
+            self._raw = []
         self._event = None
         self._data = []
-        self._seen = False

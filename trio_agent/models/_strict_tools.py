@@ -45,6 +45,9 @@ def _allows_null(schema: dict[str, Any]) -> bool:
     kind = schema.get("type")
     if kind == "null" or (isinstance(kind, list) and "null" in kind):
         return True
+    enum = schema.get("enum")
+    if ("const" in schema and schema["const"] is None) or (isinstance(enum, list) and None in enum):
+        return True
     branches = schema.get("anyOf")
     return isinstance(branches, list) and any(
         isinstance(branch, dict) and _allows_null(branch) for branch in branches
@@ -72,6 +75,8 @@ def _convert(schema: Any, path: str) -> dict[str, Any]:
         return result
     kind = schema.get("type")
     if kind is None:
+        if "enum" in schema:
+            return result  # a bare enum counts as typed; a bare const does not
         raise StrictSchemaError(f"{path} has no type")
     kinds = kind if isinstance(kind, list) else [kind]
     if "object" in kinds:

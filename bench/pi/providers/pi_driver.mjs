@@ -33,7 +33,14 @@ function scrub(value) {
 for (const c of cases) {
 	const model = { ...c.model, baseUrl: `http://127.0.0.1:${port}/pi/${c.id}${c.model.baseUrl ?? ""}` };
 	const controller = new AbortController();
-	const options = { apiKey: "sk-diff-0123456789", ...c.options, signal: controller.signal };
+	// trio_agent reads pi's `cacheRetention` option from `model.compat.cacheRetention` (documented).
+	const retention = c.model.compat?.cacheRetention;
+	const options = {
+		apiKey: "sk-diff-0123456789",
+		...(retention !== undefined ? { cacheRetention: retention } : {}),
+		...c.options,
+		signal: controller.signal,
+	};
 	const record = { id: c.id, events: [] };
 	try {
 		const stream = streamSimple(model, c.context, options);

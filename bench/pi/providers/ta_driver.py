@@ -43,7 +43,7 @@ async def run_case(models: Models, case: dict[str, Any], port: str) -> dict[str,
     wire_model = dict(case["model"])
     wire_model["baseUrl"] = f"http://127.0.0.1:{port}/ta/{case['id']}{wire_model.get('baseUrl', '')}"
     raw = {"apiKey": "sk-diff-0123456789", **case.get("options", {})}
-    if "cacheRetention" in raw:  # pi's option is a compat entry in trio_agent (documented)
+    if "cacheRetention" in raw:  # pi's option is a compat switch of the model here
         wire_model["compat"] = {**(wire_model.get("compat") or {}), "cacheRetention": raw.pop("cacheRetention")}
     model = from_dict(wire_model, Model)
     messages = [from_dict(m, Message) for m in case["context"]["messages"]]
