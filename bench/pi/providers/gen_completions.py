@@ -162,7 +162,8 @@ def _tool_call_id(rng: random.Random, api: str) -> str:
     if r < 0.15:
         return f"call_{rng.randint(0, 10**6)}|fc_{rng.randint(0, 10**6)}+/=x"
     if r < 0.25:
-        return "call_" + "x" * rng.randint(36, 60)
+        # long ids, unique within a case (a repeated id would pair results with other calls)
+        return f"call_{rng.randint(0, 10**6)}_" + "x" * rng.randint(30, 55)
     if r < 0.3:
         return f"call_{rng.randint(0, 99)}|" + "i" * rng.randint(30, 60)
     return g.tool_call_id(rng, api)
@@ -809,7 +810,7 @@ def _empty_data(case: dict[str, Any], kind: str, pi: Any, ta: Any) -> tuple[Any,
     # An empty data: line is skipped (Completions); pi fails on it as malformed JSON.
     import re
 
-    if kind != "events" or not any(re.search(r"(^|\n)data: ?\r?\n", r.get("body", "")) for r in case["responses"]):
+    if kind != "events" or not any(re.search(r"(^|\n|\ufeff)data: ?\r?\n", r.get("body", "")) for r in case["responses"]):
         return pi, ta
     p, t = _terminal(pi), _terminal(ta)
     if p and p["errorMessage"] == "Error reading response: malformed server-sent event JSON.":
