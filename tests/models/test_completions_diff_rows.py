@@ -372,3 +372,28 @@ def test_opencode_go_replays_reasoning_as_reasoning_content() -> None:
     )
     body = build_openai_completions_body(model, context, StreamOptions())
     assert body["messages"][1] == {"role": "assistant", "content": "a", "reasoning_content": "hm"}
+
+
+def test_tool_history_counts_calls_of_a_dropped_failed_turn() -> None:
+    # upstream looks at the transcript as given, before failed turns are dropped
+    model = attrs.evolve(make_model("http://x"), compat={"requiresToolsWithToolHistory": True})
+    failed = AssistantMessage(
+        content=[ToolCall(id="call_1", name="noop", arguments={})],
+        api=model.api,
+        provider=model.provider,
+        model=model.id,
+        usage=Usage(),
+        stop_reason="error",
+        error_message="boom",
+        timestamp=2,
+    )
+    context = LlmContext(
+        messages=[
+            UserMessage(content="Hi", timestamp=1),
+            failed,
+            UserMessage(content="Again", timestamp=3),
+        ]
+    )
+    body = build_openai_completions_body(model, context, StreamOptions())
+    assert body["tools"] == []
+    assert [m["role"] for m in body["messages"]] == ["user", "user"]

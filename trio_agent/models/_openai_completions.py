@@ -384,8 +384,13 @@ def _convert_messages(
 
 
 def _tools(
-    model: Model, messages: Sequence[Message], compat: OpenAICompletionsCompat
+    model: Model,
+    messages: Sequence[Message],
+    compat: OpenAICompletionsCompat,
+    transcript: Sequence[Message],
 ) -> list[dict[str, Any]] | None:
+    # ``transcript`` is the conversation as given: its tool history counts for
+    # requires_tools_with_tool_history even when a failed turn is not sent (as upstream).
     head = messages[0] if messages and isinstance(messages[0], SystemMessage) else None
     declarations = (head.tools_added or []) if head is not None else []
     tools: list[dict[str, Any]] = []
@@ -406,7 +411,7 @@ def _tools(
     if compat.requires_tools_with_tool_history and any(
         isinstance(m, ToolResultMessage)
         or (isinstance(m, AssistantMessage) and any(isinstance(b, ToolCall) for b in m.content))
-        for m in messages
+        for m in transcript
     ):
         return []
     return None
@@ -469,7 +474,7 @@ def build_openai_completions_body(
         )
     if options.temperature is not None:
         body["temperature"] = options.temperature
-    tools = _tools(model, messages, compat)
+    tools = _tools(model, messages, compat, context.messages)
     if tools is not None:
         body["tools"] = tools
     if model.reasoning:
