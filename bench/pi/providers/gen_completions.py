@@ -767,6 +767,23 @@ def _not_implemented(case: dict[str, Any], kind: str, pi: Any, ta: Any) -> tuple
         retention = case["options"].get("cacheRetention", "short")
         if compat["cacheControlFormat"] == "anthropic" and retention != "none":
             _strip_cache_control(pb, tb)
+        for header in ("x-session-id", "session_id", "x-client-request-id", "x-session-affinity", "x-opencode-session"):
+            if header in p["headers"] and header not in t["headers"]:
+                if header != "x-opencode-session" or m["provider"] in ("opencode", "opencode-go"):
+                    if header == "x-opencode-session" or compat["sendSessionAffinityHeaders"]:
+                        del p["headers"][header]
+    return pi, ta
+
+
+def _not_implemented_messages(case: dict[str, Any], kind: str, pi: Any, ta: Any) -> tuple[Any, Any]:
+    # "Not implemented", per message (after U40 so that the messages line up):
+    # requiresThinkingAsText and requiresReasoningContentOnAssistantMessages.
+    if kind != "request":
+        return pi, ta
+    m = case["model"]
+    compat = pi_compat(m)
+    for p, t in zip(pi, ta):
+        pb, tb = p.get("body") or {}, t.get("body") or {}
         if compat["requiresThinkingAsText"] and isinstance(pb.get("messages"), list):
             # pi sends thinking as a text part (an assistant message of thinking only too)
             theirs = tb.get("messages") or []
@@ -783,11 +800,6 @@ def _not_implemented(case: dict[str, Any], kind: str, pi: Any, ta: Any) -> tuple
             for pm, tm in zip(pb.get("messages") or [], tb.get("messages") or []):
                 if pm.get("role") == "assistant" and pm.get("reasoning_content") == "" and "reasoning_content" not in tm:
                     del pm["reasoning_content"]
-        for header in ("x-session-id", "session_id", "x-client-request-id", "x-session-affinity", "x-opencode-session"):
-            if header in p["headers"] and header not in t["headers"]:
-                if header != "x-opencode-session" or m["provider"] in ("opencode", "opencode-go"):
-                    if header == "x-opencode-session" or compat["sendSessionAffinityHeaders"]:
-                        del p["headers"][header]
     return pi, ta
 
 
@@ -796,9 +808,8 @@ def _strip_cache_control(pb: dict[str, Any], tb: dict[str, Any]) -> None:
     # message with cache_control, turning their string content into one text part.
     for tool in pb.get("tools") or []:
         tool.pop("cache_control", None)
-    theirs = tb.get("messages") or []
-    for n, pm in enumerate(pb.get("messages") or []):
-        tm = theirs[n] if n < len(theirs) else {}
+    user_strings = {m["content"] for m in tb.get("messages") or [] if m.get("role") == "user" and isinstance(m.get("content"), str)}
+    for pm in pb.get("messages") or []:
         content = pm.get("content")
         if isinstance(content, list):
             marked = any(isinstance(part, dict) and "cache_control" in part for part in content)
@@ -807,7 +818,8 @@ def _strip_cache_control(pb: dict[str, Any], tb: dict[str, Any]) -> None:
                     part.pop("cache_control", None)
             if marked and len(content) == 1:
                 text = content[0].get("text")
-                if text == tm.get("content") or text == "I have processed the tool results.":
+                # pi turned string content into one marked part; a user's own list stays
+                if pm.get("role") != "user" or text in user_strings:
                     pm["content"] = text
 
 
@@ -894,6 +906,7 @@ DOCUMENTED: list[tuple[str, Any]] = [
     ("F17 · A 200 response whose body is JSON, not a stream", _json_body_200),
     ("U05 · A body cut inside an event, or a dropped connection", _dropped_connection),
     ("U40 · Tool results of a dropped failed turn are not sent", _dropped_turn_results),
+    ("Smaller provider differences: not implemented (per message)", _not_implemented_messages),
     ("An empty data: line is skipped (Completions)", _empty_data),
     ("An aborted stream ends at once (Completions)", _abort),
 ]
