@@ -12,7 +12,15 @@ from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any, Final
 
-__all__ = ["MAX_ARGUMENTS_DEPTH", "MAX_DEPTH", "depth_exceeds", "js_number", "js_stringify"]
+__all__ = [
+    "MAX_ARGUMENTS_DEPTH",
+    "MAX_DEPTH",
+    "UNDEFINED",
+    "depth_exceeds",
+    "js_number",
+    "js_stringify",
+    "js_truthy",
+]
 
 MAX_DEPTH: Final = 200
 """The deepest nesting of objects and arrays in one JSON document that trio_agent reads or
@@ -32,6 +40,20 @@ Deeper arguments are invalid arguments, reported to the model as such (reliabili
 finding F7). Half of :data:`MAX_DEPTH`, so that a message holding them can always be
 written and read back.
 """
+
+
+UNDEFINED: Final[Any] = object()
+"""A missing member, JavaScript's ``undefined`` (where upstream tells it from ``null``)."""
+
+
+def js_truthy(value: Any) -> bool:
+    """JavaScript truthiness of a JSON value: empty objects and arrays are true;
+    :data:`UNDEFINED`, ``None``, ``False``, ``0`` and ``""`` are false."""
+    if value is UNDEFINED:
+        return False
+    if isinstance(value, dict | list):
+        return True
+    return bool(value)
 
 
 def depth_exceeds(value: Any, limit: int) -> bool:

@@ -15,7 +15,7 @@ from typing import Any, Literal
 import httpx
 
 from .._events import AssistantMessageEvent
-from .._jsjson import js_number, js_stringify
+from .._jsjson import UNDEFINED, js_number, js_stringify, js_truthy
 from .._messages import (
     AssistantMessage,
     ImageContent,
@@ -47,6 +47,7 @@ from ._http import (
     stream_http,
     truncate_json_error,
 )
+from ._request import client_error, client_error_message, client_error_text
 from ._strict_tools import strict_schema_for
 from ._transform import sanitize_surrogates, transform_messages
 
@@ -55,11 +56,9 @@ __all__ = [
     "ResponsesEventMapper",
     "build_responses_body",
     "build_responses_request",
-    "client_error_message",
     "convert_responses_input",
     "convert_responses_tools",
     "format_responses_http_error",
-    "format_responses_retry_error",
     "normalize_responses_tool_call_id",
     "short_hash",
     "split_tool_call_id",
@@ -105,17 +104,10 @@ def short_hash(text: str) -> str:
     return _base36(h2) + _base36(h1)
 
 
-def _js_truthy(value: Any) -> bool:
-    """JavaScript truthiness of a JSON value (empty objects and arrays are true)."""
-    if isinstance(value, dict | list):
-        return True
-    return bool(value)
-
-
 def _js_string(value: Any) -> str:
     """A JSON value as JavaScript's template literals write it (``undefined`` for a
-    missing value, see :data:`_MISSING`)."""
-    if value is _MISSING:
+    missing value, see :data:`UNDEFINED`)."""
+    if value is UNDEFINED:
         return "undefined"
     if value is None:
         return "null"
@@ -128,29 +120,6 @@ def _js_string(value: Any) -> str:
     if isinstance(value, dict):
         return "[object Object]"
     return str(value)
-
-
-_MISSING: Any = object()
-"""A missing member, ``undefined`` in JavaScript."""
-
-
-def client_error_message(error: Any, status: int | None = None, raw: str | None = None) -> str:
-    """The message of the OpenAI client's ``APIError`` for the error value ``error``.
-
-    ``error.message`` when truthy (its JSON when not a string), else the JSON of a truthy
-    ``error``, else ``raw``; after ``<status> `` when there is a status. Without any of
-    them: ``<status> status code (no body)`` or ``(no status code or body)``.
-    """
-    message = error.get("message") if isinstance(error, dict) else None
-    if _js_truthy(message):
-        text = message if isinstance(message, str) else js_stringify(message)
-    elif error is not _MISSING and _js_truthy(error):
-        text = js_stringify(error)
-    else:
-        text = raw or ""
-    if status is not None:
-        return f"{status} {text}" if text else f"{status} status code (no body)"
-    return text or "(no status code or body)"
 
 
 def _reject_constant(name: str) -> Any:
@@ -511,11 +480,11 @@ class ResponsesEventMapper:
             payload = json.loads(sse.data, parse_constant=_reject_constant)
         except ValueError:
             raise ProviderStreamError(MALFORMED_EVENT_JSON) from None
-        nested = payload.get("error", _MISSING) if isinstance(payload, dict) else _MISSING
+        nested = payload.get("error", UNDEFINED) if isinstance(payload, dict) else UNDEFINED
         if sse.event == "error":
-            detail = payload if nested is _MISSING or nested is None else nested
+            detail = payload if nested is UNDEFINED or nested is None else nested
             raise ProviderStreamError(client_error_message(detail))
-        if nested is not _MISSING and _js_truthy(nested):
+        if nested is not UNDEFINED and js_truthy(nested):
             raise ProviderStreamError(client_error_message(nested))
         if not isinstance(payload, dict):
             return None
@@ -533,9 +502,9 @@ class ResponsesEventMapper:
         kind = event.get("type")
         builder = self._builder
         if kind == "error":
-            code = _js_string(event.get("code", _MISSING))
+            code = _js_string(event.get("code", UNDEFINED))
             raise ProviderStreamError(
-                f"Error Code {code}: {_js_string(event.get('message', _MISSING))}"
+                f"Error Code {code}: {_js_string(event.get('message', UNDEFINED))}"
             )
         if kind == "response.created":
             self._on_response(event.get("response") or {})
@@ -698,15 +667,15 @@ class ResponsesEventMapper:
             raise ProviderStreamError("An unknown error occurred")
         if kind == "response.failed" or status == "failed":
             error = response.get("error")
-            if _js_truthy(error):
+            if js_truthy(error):
                 fields = error if isinstance(error, dict) else {}
                 code = fields.get("code")
                 text = fields.get("message")
                 message = (
-                    f"{_js_string(code) if _js_truthy(code) else 'unknown'}: "
-                    f"{_js_string(text) if _js_truthy(text) else 'no message'}"
+                    f"{_js_string(code) if js_truthy(code) else 'unknown'}: "
+                    f"{_js_string(text) if js_truthy(text) else 'no message'}"
                 )
-            elif _js_truthy(reason):
+            elif js_truthy(reason):
                 message = f"incomplete: {reason}"
             else:
                 message = "Unknown error (no error details in response)"
@@ -850,43 +819,15 @@ def build_responses_request(
     )
 
 
-def _client_error(error: HttpError) -> tuple[str, Any]:
-    """The OpenAI client's view of an HTTP error: its message and its error value.
-
-    The client reads a JSON body's ``error`` member as the error, or the whole value when
-    it is an object or array whose ``error`` is null or missing; a body that is not JSON,
-    or JSON that is false, null, 0 or "", is kept as raw text. The message is
-    :func:`client_error_message` with the status.
-    """
-    body = error.body
-    try:
-        parsed: Any = json.loads(body)
-    except ValueError:
-        parsed = _MISSING
-    if parsed is _MISSING or not _js_truthy(parsed):
-        return client_error_message(_MISSING, error.status, body), _MISSING
-    if isinstance(parsed, list) or (isinstance(parsed, dict) and parsed.get("error") is None):
-        detail = parsed
-    else:
-        detail = parsed.get("error", _MISSING) if isinstance(parsed, dict) else _MISSING
-    return client_error_message(detail, error.status), detail
-
-
 def _http_error_text(error: HttpError) -> str:
     """The text of an HTTP error as pi words it: the client's message (see
-    :func:`_client_error`), or the compact JSON of an error that is a non-empty object
+    :func:`~._request.client_error`), or the compact JSON of an error that is a non-empty object
     (cut at 4000 characters) when the message does not already contain it."""
-    message, detail = _client_error(error)
+    message, detail = client_error(error)
     if not (isinstance(detail, dict) and detail):
         return message
     shown = truncate_json_error(js_stringify(detail))
     return message if shown in message else shown
-
-
-def format_responses_retry_error(error: HttpError, model: Model) -> str:
-    """The end of a ``Server requested <n>s retry delay`` message: the OpenAI client's
-    message (see :func:`_client_error`). ``model`` is not used."""
-    return _client_error(error)[0]
 
 
 def format_responses_http_error(error: HttpError, model: Model) -> str:
@@ -899,7 +840,7 @@ OPENAI_RESPONSES = HttpApi(
     build_request=build_responses_request,
     create_mapper=ResponsesEventMapper,
     format_http_error=format_responses_http_error,
-    format_retry_error=format_responses_retry_error,
+    format_retry_error=client_error_text,
 )
 """The ``openai-responses`` wire API for :func:`~._http.stream_http`."""
 

@@ -29,6 +29,7 @@ import attrs
 import httpx
 import trio
 
+from .._jsjson import UNDEFINED, js_stringify, js_truthy
 from .._messages import Model
 from .._redaction import redact, redact_url
 from .._streaming import StreamOptions
@@ -37,6 +38,8 @@ __all__ = [
     "DEFAULT_MAX_RETRY_DELAY_MS",
     "HttpError",
     "ProviderStreamError",
+    "client_error",
+    "client_error_message",
     "client_error_text",
     "connection_error_message",
     "error_text",
@@ -194,41 +197,57 @@ def _compact(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def client_error_text(error: HttpError, model: Model | None = None) -> str:
-    """The OpenAI SDK's wording of an HTTP error: ``<status> <message>``.
+def client_error_message(error: Any, status: int | None = None, raw: str | None = None) -> str:
+    """The message of the OpenAI client's ``APIError`` for the error value ``error``.
 
-    For a JSON object or array body, E is its ``error`` field when that is not null, else
-    the whole body; the message is E's ``message`` when truthy (a string as is, else its
-    compact JSON), else E's compact JSON. Other JSON gives ``<status> status code (no
-    body)`` (``<status> <body>`` when falsy); a body that is not JSON comes as received;
-    an empty body gives ``<status> status code (no body)``.
+    ``error.message`` when truthy (its JSON when not a string), else the JSON of a truthy
+    ``error``, else ``raw``; after ``<status> `` when there is a status. Without any of
+    them: ``<status> status code (no body)`` or ``(no status code or body)``. A missing
+    ``error`` is :data:`~.._jsjson.UNDEFINED`.
+    """
+    message = error.get("message") if isinstance(error, dict) else None
+    if js_truthy(message):
+        text = message if isinstance(message, str) else js_stringify(message)
+    elif js_truthy(error):
+        text = js_stringify(error)
+    else:
+        text = raw or ""
+    if status is not None:
+        return f"{status} {text}" if text else f"{status} status code (no body)"
+    return text or "(no status code or body)"
+
+
+def client_error(error: HttpError) -> tuple[str, Any]:
+    """The OpenAI client's view of an HTTP error: its message and its error value.
+
+    The client reads a JSON body's ``error`` member as the error, or the whole value when
+    it is an object or array whose ``error`` is null or missing; a body that is not JSON,
+    or JSON that is false, null, 0 or "", is kept as raw text (the error value is then
+    :data:`~.._jsjson.UNDEFINED`). The message is :func:`client_error_message` with the
+    status.
+    """
+    body = error.body
+    try:
+        parsed: Any = json.loads(body)
+    except ValueError:
+        parsed = UNDEFINED
+    if not js_truthy(parsed):
+        return client_error_message(UNDEFINED, error.status, body), UNDEFINED
+    if isinstance(parsed, list) or (isinstance(parsed, dict) and parsed.get("error") is None):
+        detail = parsed
+    else:
+        detail = parsed.get("error", UNDEFINED) if isinstance(parsed, dict) else UNDEFINED
+    return client_error_message(detail, error.status), detail
+
+
+def client_error_text(error: HttpError, model: Model | None = None) -> str:
+    """The OpenAI client's wording of an HTTP error (:func:`client_error`), e.g.
+    ``429 Rate limited`` or ``503 status code (no body)``.
 
     The retry-delay message of the OpenAI APIs ends with it (parity row U08): it is their
     :attr:`~._http.HttpApi.format_retry_error`. ``model`` is not used.
     """
-    try:
-        parsed = json.loads(error.body)
-    except ValueError:
-        return (
-            f"{error.status} {error.body}"
-            if error.body
-            else f"{error.status} status code (no body)"
-        )
-    if not isinstance(parsed, dict | list):
-        return (
-            f"{error.status} {error.body}"
-            if not parsed
-            else f"{error.status} status code (no body)"
-        )
-    detail: Any = parsed
-    if isinstance(parsed, dict) and parsed.get("error") is not None:
-        detail = parsed["error"]
-    message = detail.get("message") if isinstance(detail, dict) else None
-    if message:
-        text = message if isinstance(message, str) else _compact(message)
-    else:
-        text = _compact(detail)
-    return f"{error.status} {text}"
+    return client_error(error)[0]
 
 
 def _redirect_text(response: httpx.Response, secrets: Sequence[str]) -> str:

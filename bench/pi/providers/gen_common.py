@@ -221,3 +221,27 @@ def cuts(rng: random.Random, body: str) -> list[int]:
 
 def ok(body: str, rng: random.Random, *, content_type: str = "text/event-stream") -> dict[str, Any]:
     return {"status": 200, "headers": {"Content-Type": content_type}, "body": body, "cuts": cuts(rng, body)}
+
+
+def walk(value: Any, fn: Any) -> Any:
+    """Apply ``fn`` to ``value``, then to every member of what it returned, depth first."""
+    value = fn(value)
+    if isinstance(value, list):
+        return [walk(v, fn) for v in value]
+    if isinstance(value, dict):
+        return {k: walk(v, fn) for k, v in value.items()}
+    return value
+
+
+def half_surrogate(case: dict[str, Any], kind: str, pi: Any, ta: Any) -> tuple[Any, Any]:
+    """Documented rule ("Smaller provider differences: argument errors"): a streamed
+    argument preview holds back half a surrogate pair, which a JavaScript string keeps."""
+
+    def cut(value: Any) -> Any:
+        if isinstance(value, str) and value and "\ud800" <= value[-1] <= "\udbff":
+            return value[:-1]
+        return value
+
+    if kind != "events":
+        return pi, ta
+    return walk(pi, cut), ta

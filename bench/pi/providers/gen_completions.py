@@ -638,15 +638,6 @@ def pi_compat(m: dict[str, Any]) -> dict[str, Any]:
     return {k: (m.get("compat") or {}).get(k, v) for k, v in detected.items()}
 
 
-def _walk(value: Any, fn: Any) -> Any:
-    value = fn(value)
-    if isinstance(value, list):
-        return [_walk(v, fn) for v in value]
-    if isinstance(value, dict):
-        return {k: _walk(v, fn) for k, v in value.items()}
-    return value
-
-
 def _arguments_error(case: dict[str, Any], kind: str, pi: Any, ta: Any) -> tuple[Any, Any]:
     # "Argument errors": the JSON parser's wording before "Received arguments:" differs.
     def cut(value: Any) -> Any:
@@ -658,19 +649,7 @@ def _arguments_error(case: dict[str, Any], kind: str, pi: Any, ta: Any) -> tuple
 
     if kind != "events":
         return pi, ta
-    return _walk(pi, cut), _walk(ta, cut)
-
-
-def _half_surrogate(case: dict[str, Any], kind: str, pi: Any, ta: Any) -> tuple[Any, Any]:
-    # "Argument errors": the argument preview holds back half a surrogate pair.
-    def cut(value: Any) -> Any:
-        if isinstance(value, str) and value and "\ud800" <= value[-1] <= "\udbff":
-            return value[:-1]
-        return value
-
-    if kind != "events":
-        return pi, ta
-    return _walk(pi, cut), ta
+    return g.walk(pi, cut), g.walk(ta, cut)
 
 
 def _terminal(record: Any) -> dict[str, Any] | None:
@@ -902,7 +881,7 @@ DOCUMENTED: list[tuple[str, Any]] = [
     ("U42 · max_tokens=0 means the model's limit; a zero model limit sends none", _zero_max_tokens),
     ("The bridge after tool results precedes a user message (Completions)", _bridge),
     ("Smaller provider differences: argument errors", _arguments_error),
-    ("Smaller provider differences: argument errors (half surrogate pairs)", _half_surrogate),
+    ("Smaller provider differences: argument errors (half surrogate pairs)", g.half_surrogate),
     ("F17 · A 200 response whose body is JSON, not a stream", _json_body_200),
     ("U05 · A body cut inside an event, or a dropped connection", _dropped_connection),
     ("U40 · Tool results of a dropped failed turn are not sent", _dropped_turn_results),

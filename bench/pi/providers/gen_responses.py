@@ -914,9 +914,12 @@ def _length_cut_call(case: dict[str, Any], kind: str, pi: Any, ta: Any) -> tuple
         e for e in ta["events"] if not (e.get("type") == "toolcall_end" and e.get("contentIndex") in unfinished)
     ]
     content = t.get("content") or []
+    pi_content = p.get("content") or []
     for index in unfinished:
         if isinstance(index, int) and index < len(content) and isinstance(content[index], dict):
-            content[index].pop("argumentsError", None)
+            if content[index].pop("argumentsError", None) is not None and index < len(pi_content):
+                # trio_agent's arguments are the strict parse: empty when it failed
+                content[index]["arguments"] = pi_content[index].get("arguments")
     return pi, ta
 
 
@@ -1037,6 +1040,7 @@ DOCUMENTED: list[tuple[str, Any]] = [
     ("F17 · A 200 response whose body is JSON, not a stream", _same_error_text("json_200")),
     ("U05 · A body cut inside an event, or a dropped connection", _same_error_text("disconnect")),
     ("Smaller provider differences (argumentsError wording)", _arguments_error),
+    ("Smaller provider differences: argument errors (half surrogate pairs)", g.half_surrogate),
     ("U29 · responseModel from response.model (Responses)", _u29),
     ("An abort while the body streams (Responses)", _abort),
     (
