@@ -1006,6 +1006,7 @@ DOCUMENTED: list[tuple[str, Any]] = [
     ("F17 · A 200 response whose body is JSON, not a stream", _f17_json_200),
     ("U28 · Parse errors quote Python's JSON message (Anthropic)", _u28_parser_wording),
     ("Smaller provider differences: Argument errors", _arguments_error_wording),
+    ("Smaller provider differences: argument errors (half surrogate pairs)", g.half_surrogate),
     ("U23 · Usage is kept when the stop reason is unknown (Anthropic)", _u23_unknown_stop_usage),
     ("U26 · Nothing after message_stop is read (Anthropic)", _u26_after_message_stop),
     ("Empty fields from the server (Anthropic)", _empty_server_fields),

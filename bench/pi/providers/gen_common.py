@@ -182,34 +182,6 @@ def transcript(rng: random.Random, m: dict[str, Any]) -> list[dict[str, Any]]:
     return messages
 
 
-def options(rng: random.Random, m: dict[str, Any]) -> dict[str, Any]:
-    o: dict[str, Any] = {}
-    if rng.random() < 0.5:
-        o["reasoning"] = rng.choice(["off", "minimal", "low", "medium", "high", "xhigh"])
-    if rng.random() < 0.3:
-        o["maxTokens"] = rng.choice([1, 100, 2048, 64000])
-    if rng.random() < 0.3:
-        o["temperature"] = rng.choice([0, 0.2, 1, 1.5])
-    if rng.random() < 0.3:
-        o["sessionId"] = f"session-{rng.randint(0, 99)}"
-    if rng.random() < 0.1:
-        o["thinkingBudgets"] = {"low": 1024, "medium": 4096, "high": 9000}
-    if rng.random() < 0.15:
-        o["headers"] = {"x-extra": "1"}
-    return o
-
-
-def sse(events: list[tuple[str | None, Any]], *, done: bool = False) -> str:
-    """SSE text: ``(event name or None, JSON value)`` pairs, then ``data: [DONE]`` when asked."""
-    out = []
-    for name, data in events:
-        head = f"event: {name}\n" if name else ""
-        out.append(f"{head}data: {json.dumps(data, ensure_ascii=False)}\n\n")
-    if done:
-        out.append("data: [DONE]\n\n")
-    return "".join(out)
-
-
 def cuts(rng: random.Random, body: str) -> list[int]:
     """Random byte offsets to split a body at (sometimes none, sometimes many)."""
     size = len(body.encode("utf-8"))

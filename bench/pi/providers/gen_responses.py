@@ -930,14 +930,25 @@ def _typeless(case: dict[str, Any], kind: str, pi: Any, ta: Any) -> tuple[Any, A
         return pi, ta
     pi_deltas = [(e.get("contentIndex"), e.get("delta")) for e in pi.get("events", []) if e.get("type") == "text_delta"]
     kept = []
+    removed: dict[Any, str] = {}
     for event in ta.get("events", []):
         if event.get("type") == "text_delta":
             key = (event.get("contentIndex"), event.get("delta"))
             if key not in pi_deltas:
+                removed[key[0]] = removed.get(key[0], "") + (key[1] or "")
                 continue
             pi_deltas.remove(key)
         kept.append(event)
     ta["events"] = kept
+    # A stream that fails before the done item: pi's block holds only what it mapped.
+    p, t = _final(pi), _final(ta)
+    if p and t and p.get("stopReason") == t.get("stopReason") == "error":
+        p_content, t_content = p.get("content") or [], t.get("content") or []
+        for index, extra in removed.items():
+            if isinstance(index, int) and index < min(len(p_content), len(t_content)):
+                pb, tb = p_content[index], t_content[index]
+                if pb.get("type") == tb.get("type") == "text" and tb.get("text") == pb.get("text", "") + extra:
+                    tb["text"] = pb.get("text", "")
     return pi, ta
 
 
