@@ -788,7 +788,9 @@ def _strip_cache_control(pb: dict[str, Any], tb: dict[str, Any]) -> None:
     for tool in pb.get("tools") or []:
         tool.pop("cache_control", None)
     user_strings = {m["content"] for m in tb.get("messages") or [] if m.get("role") == "user" and isinstance(m.get("content"), str)}
-    for pm in pb.get("messages") or []:
+    theirs = tb.get("messages") or []
+    aligned = len(theirs) == len(pb.get("messages") or [])
+    for position, pm in enumerate(pb.get("messages") or []):
         content = pm.get("content")
         if isinstance(content, list):
             marked = any(isinstance(part, dict) and "cache_control" in part for part in content)
@@ -798,7 +800,8 @@ def _strip_cache_control(pb: dict[str, Any], tb: dict[str, Any]) -> None:
             if marked and len(content) == 1:
                 text = content[0].get("text")
                 # pi turned string content into one marked part; a user's own list stays
-                if pm.get("role") != "user" or text in user_strings:
+                own_list = aligned and isinstance(theirs[position].get("content"), list)
+                if not own_list and (pm.get("role") != "user" or text in user_strings):
                     pm["content"] = text
 
 
