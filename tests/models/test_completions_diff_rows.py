@@ -265,12 +265,17 @@ def test_system_prompt_role_unchanged() -> None:
 # Thinking levels
 
 
-def test_off_is_clamped_when_the_model_cannot_turn_thinking_off() -> None:
+def test_off_is_no_level_when_the_model_cannot_turn_thinking_off() -> None:
+    # The agent's "off" reaches the provider as "off"; pi's agent passes no level for it,
+    # so it must not be clamped up to the model's lowest level.
     options = StreamOptions(reasoning="off")
     body = body_for("https://example.test/v1", options=options, thinking_level_map={"off": None})
-    assert body["reasoning_effort"] == "minimal"
+    assert "reasoning_effort" not in body
     body = body_for("https://example.test/v1", options=options)
     assert "reasoning_effort" not in body
+    minimal = StreamOptions(reasoning="minimal")
+    body = body_for("https://example.test/v1", options=minimal, thinking_level_map={"off": None})
+    assert body["reasoning_effort"] == "minimal"
     body = body_for(
         "https://example.test/v1", options=StreamOptions(), thinking_level_map={"off": None}
     )

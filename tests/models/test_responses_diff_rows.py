@@ -98,18 +98,20 @@ def test_call_of_another_model_of_the_same_provider_has_no_item_id() -> None:
 
 
 # ---------------------------------------------------------------------------------------
-# An explicit "off" on a model that cannot switch reasoning off
+# "off" on a model that cannot switch reasoning off
 
 
-def test_explicit_off_clamps_to_the_lowest_level_when_off_is_unavailable() -> None:
+def test_off_is_no_level_when_off_is_unavailable() -> None:
+    # The agent's "off" reaches the provider as "off"; pi's agent passes no level for it,
+    # so it must not be clamped up to the model's lowest level. A real level is clamped.
     model = make_model(reasoning=True, thinking_level_map={"off": None, "minimal": None})
     messages = HI
-    body = request_body(model, messages, StreamOptions(reasoning="off"))
+    for options in (StreamOptions(reasoning="off"), StreamOptions()):
+        body = request_body(model, messages, options)
+        assert "reasoning" not in body
+        assert "include" not in body
+    body = request_body(model, messages, StreamOptions(reasoning="minimal"))
     assert body["reasoning"] == {"effort": "low", "summary": "auto"}
-    assert body["include"] == ["reasoning.encrypted_content"]
-    unset = request_body(model, messages, StreamOptions())
-    assert "reasoning" not in unset
-    assert "include" not in unset
 
 
 # ---------------------------------------------------------------------------------------

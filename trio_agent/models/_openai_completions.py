@@ -420,11 +420,12 @@ def _tools(
 def _set_thinking_level(
     body: dict[str, Any], model: Model, options: StreamOptions, compat: OpenAICompletionsCompat
 ) -> None:
-    # The requested level, clamped to the model's levels ("off" too: a model that cannot
-    # turn thinking off gets its lowest level), mapped through ``thinking_level_map``.
+    # The requested level, clamped to the model's levels, mapped through
+    # ``thinking_level_map``. "off" is no level, as the agent means it (pi's agent passes
+    # none), so it is never clamped up to the model's lowest level.
     level_map = model.thinking_level_map or {}
     effort = None
-    if options.reasoning is not None:
+    if options.reasoning is not None and options.reasoning != "off":
         effort = clamp_thinking_level(model, options.reasoning)
     if effort == "off":
         effort = None

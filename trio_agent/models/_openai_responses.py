@@ -349,9 +349,10 @@ def _reasoning_body(model: Model, options: StreamOptions) -> dict[str, Any] | No
     if not model.reasoning:
         return None
     level_map = model.thinking_level_map or {}
-    # A requested level, "off" included, is clamped to what the model supports: a model
-    # that cannot switch reasoning off gets its lowest level for an explicit "off".
-    level = "off" if options.reasoning is None else clamp_thinking_level(model, options.reasoning)
+    # A requested level is clamped to what the model supports. "off" is no level, as the
+    # agent means it (pi's agent passes none), so it is never clamped up.
+    requested = options.reasoning
+    level = "off" if requested in (None, "off") else clamp_thinking_level(model, requested)
     if level != "off":
         effort = level_map.get(level) or level
         return {"effort": effort, "summary": "auto"}

@@ -84,7 +84,9 @@ THINKING_LEVEL_MAPS: list[dict[str, Any]] = [
     {"minimal": "low", "medium": None},
 ]
 
-LEVELS = ["off", "minimal", "low", "medium", "high", "xhigh", "max"]
+# pi-ai's levels: "off" is none of them (pi's agent passes no level for it; trio_agent's
+# "off" means the same, and the driver maps no level to no level).
+LEVELS = ["minimal", "low", "medium", "high", "xhigh", "max"]
 OTHER_SOURCES = [
     ("anthropic-messages", "anthropic", "claude-x"),
     ("openai-responses", "openai", "gpt-x"),

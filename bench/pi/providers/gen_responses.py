@@ -22,7 +22,9 @@ API = "openai-responses"
 # Model and options
 
 PROVIDERS = ["openai"] * 8 + ["openai-codex", "opencode", "openrouter", "azure-openai-responses", "xai", "custom"]
-LEVELS = ["off", "minimal", "low", "medium", "high", "xhigh", "max"]
+# pi-ai's levels: "off" is none of them (pi's agent passes no level for it; trio_agent's
+# "off" means the same, and the driver maps no level to no level).
+LEVELS = ["minimal", "low", "medium", "high", "xhigh", "max"]
 LEVEL_MAPS: list[dict[str, Any] | None] = [
     None,
     None,
