@@ -235,7 +235,9 @@ async def test_malformed_body(aimock_url: str, api: str, provider: str, path: st
     # aimock answers 200 with a body that is neither a stream nor valid JSON.
     message = await complete(make_model(aimock_url, api, provider, path), "chaos malformed")
     assert message.stop_reason == "error"
-    prefix = {"openai-responses": "OpenAI API error (200): "}.get(api, "200 ")
+    # Worded as each API words an HTTP error body that is not JSON (Responses: the OpenAI
+    # client's "<status> <body>" after pi's prefix).
+    prefix = {"openai-responses": "OpenAI API error (200): 200 "}.get(api, "200 ")
     assert message.error_message == prefix + "{malformed json: <<<chaos>>>"
 
 
