@@ -57,12 +57,12 @@ from ._http import (
     ProviderStreamError,
     SseEvent,
     cache_retention,
-    client_error_text,
     compact_json,
     compat_value,
     parse_sse_json,
     stream_http,
 )
+from ._request import client_error_message, client_error_text
 from ._strict_tools import strict_schema_for
 from ._transform import sanitize_surrogates, transform_messages
 
@@ -652,15 +652,9 @@ def _map_usage(model: Model, raw: dict[str, Any]) -> Usage:
 
 
 def _stream_error_text(error: Any) -> str:
-    # An error inside the stream as the OpenAI client words it: the error's message, else
-    # its JSON; upstream adds OpenRouter's ``metadata.raw`` on a new line.
-    if error is None:
-        return "(no status code or body)"
-    message = error.get("message") if isinstance(error, dict) else None
-    if message:
-        text = message if isinstance(message, str) else compact_json(message)
-    else:
-        text = compact_json(error)
+    # An error inside the stream as the OpenAI client words it (no status); upstream adds
+    # OpenRouter's ``metadata.raw`` on a new line.
+    text = client_error_message(error)
     metadata = error.get("metadata") if isinstance(error, dict) else None
     raw = metadata.get("raw") if isinstance(metadata, dict) else None
     if isinstance(raw, str) and raw and raw not in text:

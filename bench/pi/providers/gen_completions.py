@@ -828,9 +828,12 @@ def _abort(case: dict[str, Any], kind: str, pi: Any, ta: Any) -> tuple[Any, Any]
     if kind != "events" or n is None:
         return pi, ta
     p, t = _terminal(pi), _terminal(ta)
-    if p and t and t["stopReason"] == "aborted" and p["stopReason"] == "error" and len(pi["events"]) == n + 1:
-        # pi had produced every event before the abort was seen; trio_agent saw it first
-        ta["events"][-1] = pi["events"][-1]
+    if p and t and t["stopReason"] == "aborted" and p["stopReason"] == "error":
+        # pi had read the whole body (and failed on it) before the abort was seen;
+        # trio_agent saw the abort first, with the same events before it
+        seen = len(ta["events"]) - 1
+        if seen >= n and ta["events"][:seen] == pi["events"][:seen]:
+            ta["events"] = pi["events"]
         return pi, ta
     if p and t and p["stopReason"] == t["stopReason"] == "aborted":
         for record in (pi, ta):
