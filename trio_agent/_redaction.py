@@ -91,7 +91,8 @@ def redact(text: str, *secrets: str | None) -> str:
             continue
         text = _secret_pattern(secret).sub(REDACTED, text)
         cuts = [match.start() for match in _CUT_MARKER.finditer(text)]
-        for end in [*reversed(cuts), len(text)] if cuts else [len(text)]:
+        # From the end backwards: a replacement moves only what comes after it.
+        for end in [len(text), *reversed(cuts)]:
             start = _cut_prefix_end(text, end, secret)
             if start < end:
                 text = text[:start] + REDACTED + text[end:]

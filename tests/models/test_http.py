@@ -416,6 +416,10 @@ def test_redact_removes_a_prefix_left_by_a_cut() -> None:
     )
     assert redact("bad sk-live-0123", key) == "bad [REDACTED]"
     assert redact("ends sk-live", key) == "ends sk-live"  # too short to tell
+    # A cut marker earlier in the text does not hide a prefix at its end.
+    assert redact("x sk-live-01234… [truncated 9 chars] y sk-live-0123", key) == (
+        "x [REDACTED]… [truncated 9 chars] y [REDACTED]"
+    )
     # A cut body never leaves a prefix when redaction comes first.
     body = "x" * 3990 + key
     assert key[:8] not in truncate_body(redact(body, key))
