@@ -274,14 +274,13 @@ class _Run:
         """Hand ``event`` to the sink; await it only when the sink says it must."""
         kind = event.type
         if kind != "message_update":
-            self._track(event)
+            self._track(kind, event)
         try:
             self.sink.send_nowait(event)
         except trio.WouldBlock:
             await self._send_shielded(event)
 
-    def _track(self, event: AgentEvent) -> None:
-        kind = event.type
+    def _track(self, kind: str, event: AgentEvent) -> None:
         if kind == "message_start":
             self.open_message = event.message  # type: ignore[union-attr]
         elif kind == "message_end":
