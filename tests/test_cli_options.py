@@ -83,11 +83,11 @@ def _users(path: Path) -> list[UserMessage]:
 @pytest.mark.parametrize(
     ("content", "where"),
     [
-        (b"\xff\xfe garbage\n", "line 1: not valid UTF-8"),
+        (b"\xff\xfe garbage\n", "line 1: not valid UTF-8 (byte 0xff at column 1)"),
         (
             b'{"role":"user","content":"hi","timestamp":1}\n'
             b'{"role":"user","content":"caf\xe9","timestamp":1}\n',
-            "line 2: not valid UTF-8",
+            "line 2: not valid UTF-8 (byte 0xe9 at column 30)",
         ),
     ],
 )
@@ -106,8 +106,9 @@ def test_a_session_that_is_not_utf8_is_a_usage_error(
     assert captured.out == ""
     assert "Traceback" not in captured.err
     last = captured.err.splitlines()[-1]
-    prefix = f"trio-agent {command[0]}: error: cannot load session {str(session)!r}: {where}"
-    assert last.startswith(prefix)
+    assert last == (
+        f"trio-agent {command[0]}: error: cannot load session {str(session)!r}: {where}"
+    )
     assert session.read_bytes() == content  # left alone
 
 

@@ -101,30 +101,9 @@ def load_session(path: Path) -> list[AgentMessage] | None:
         return None
     except OSError as exc:
         reason = exc.strerror or str(exc)
-    except UnicodeDecodeError:
-        reason = _first_undecodable_line(path)
-    except RecursionError:
-        reason = "JSON nested too deeply"
     except (SerializationError, ValueError) as exc:
         reason = str(exc)
     raise UsageError(f"cannot load session {str(path)!r}: {reason}")
-
-
-def _first_undecodable_line(path: Path) -> str:
-    """``line N: not valid UTF-8 (byte 0xNN at column C)`` for the first such line."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        return exc.strerror or str(exc)
-    for number, line in enumerate(data.split(b"\n"), 1):
-        try:
-            line.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            return (
-                f"line {number}: not valid UTF-8 "
-                f"(byte 0x{line[exc.start]:02x} at column {exc.start + 1})"
-            )
-    return "not valid UTF-8"
 
 
 def save_transcript(path: Path, messages: Sequence[AgentMessage]) -> None:
