@@ -425,3 +425,24 @@ async def test_a_server_of_another_kind_is_named() -> None:
         "open_mcp_tools() needs a URL, an mcp.StdioServerParameters or an mcp.Client, "
         "got ['python', 'server.py']"
     )
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        (
+            "http://[::1",
+            "open_mcp_tools(): not a valid URL: 'http://[::1' (Invalid IPv6 URL)",
+        ),
+        (
+            "http://user:pw@h:99999/x",
+            "open_mcp_tools(): not a valid URL: 'http://[REDACTED]@h:99999/x' "
+            "(Port out of range 0-65535)",
+        ),
+    ],
+)
+async def test_a_malformed_url_is_refused_by_name(url: str, message: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        async with open_mcp_tools(url):
+            raise AssertionError("connected")
+    assert str(caught.value) == message

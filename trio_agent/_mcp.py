@@ -24,6 +24,7 @@ from mcp.client.stdio import stdio_client
 from ._abort import AbortSignal
 from ._exceptions import AgentError
 from ._messages import ImageContent, TextContent, ToolResultContent
+from ._redaction import redact_url
 from ._tools import AgentTool, AgentToolResult, AgentToolUpdateCallback
 
 __all__ = ["McpConnectionError", "open_mcp_tools"]
@@ -80,6 +81,8 @@ async def open_mcp_tools(
 
     Raises:
         TypeError: ``server`` is none of the above.
+        ValueError: ``server`` is a string that is not a valid URL (the message shows it
+            without credentials).
         McpConnectionError: The server could not be started or reached, or listing its
             tools failed.
     """
@@ -216,10 +219,16 @@ def _convert_block(block: Any) -> ToolResultContent:
 def _describe(server: str | StdioServerParameters | Client) -> str:
     """Name the server in messages, without credentials, query or arguments."""
     if isinstance(server, str):
-        url = urllib.parse.urlsplit(server)
+        try:
+            url = urllib.parse.urlsplit(server)
+            port = url.port
+        except ValueError as exc:
+            raise ValueError(
+                f"open_mcp_tools(): not a valid URL: {redact_url(server)!r} ({exc})"
+            ) from None
         host = url.hostname or ""
-        if url.port is not None:
-            host = f"{host}:{url.port}"
+        if port is not None:
+            host = f"{host}:{port}"
         return repr(urllib.parse.urlunsplit((url.scheme, host, url.path, "", "")))
     if isinstance(server, StdioServerParameters):
         return f"(command {server.command!r})"
