@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import time
 from typing import Any
 
 import attrs
@@ -94,6 +96,27 @@ async def test_reasoning_details_are_validated_and_merged(
         ),
         TextContent(text="ok"),
     ]
+
+
+async def test_long_streamed_reasoning_details_cost_linear_time(
+    sse_server: SseServer, http_client: httpx.AsyncClient
+) -> None:
+    # 20,000 pieces of one reasoning.text entry (~240 KB): merging them and keeping the
+    # signature must not re-serialize the growing entry for every piece.
+    pieces = [f"word{i:05d} " for i in range(20_000)]
+    frames = [chunk({"reasoning_details": [{**DETAIL_1, "text": piece}]}) for piece in pieces]
+    body = sse_response([*frames, chunk({"content": "ok"}), *stop_frames()]).chunks
+    # In 100 network chunks: the mapping is measured, not 20,000 socket reads.
+    step = len(body) // 100
+    grouped = [b"".join(body[i : i + step]) for i in range(0, len(body), step)]
+    sse_server.enqueue(ScriptedResponse(chunks=grouped))
+    started = time.perf_counter()
+    message = final(await collect(http_client, make_model(sse_server.base_url)))
+    elapsed = time.perf_counter() - started
+    thinking = message.content[0]
+    assert isinstance(thinking, ThinkingContent)
+    assert json.loads(thinking.thinking_signature or "") == [{**DETAIL_1, "text": "".join(pieces)}]
+    assert elapsed < 2.0, elapsed
 
 
 async def test_encrypted_reasoning_alone_opens_a_thinking_block(

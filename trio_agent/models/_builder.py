@@ -18,6 +18,7 @@ carry the complete blocks.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 import attrs
@@ -161,6 +162,7 @@ class AssistantMessageBuilder:
         self._args: dict[int, ToolCallArgumentsStream] = {}
         self._texts: dict[int, _GrowingText] = {}
         self._pending: dict[int, _PendingArguments] = {}
+        self._signatures: dict[int, Callable[[], str]] = {}
         self._open: set[int] = set()
 
     # -- snapshots ------------------------------------------------------------------
@@ -277,11 +279,21 @@ class AssistantMessageBuilder:
             signature = (block.thinking_signature or "") + signature
         self._content[index] = attrs.evolve(block, thinking_signature=signature)
 
+    def defer_thinking_signature(self, index: int, source: Callable[[], str]) -> None:
+        """Let ``source()`` give the signature of the thinking block at ``index`` when the
+        block ends or the message is read whole (not in every snapshot): for a signature
+        that grows with the stream, so that keeping it costs linear time."""
+        self._block(index, ThinkingContent)
+        self._signatures[index] = source
+
     def end_thinking(
         self, index: int, *, thinking: str | None = None, signature: str | None = None
     ) -> ThinkingEndEvent:
         """Close the thinking block at ``index``."""
         block = self._block(index, ThinkingContent)
+        source = self._signatures.pop(index, None)
+        if signature is None and source is not None:
+            signature = source()
         growing = self._texts.pop(index, None)
         if thinking is None and growing is not None and growing.behind:
             thinking = growing.text()
@@ -424,6 +436,10 @@ class AssistantMessageBuilder:
                     self._content[index] = attrs.evolve(block, thinking=text)
         for index in self._pending:
             self._feed_arguments(index)
+        for index, source in self._signatures.items():
+            block = self._content[index]
+            assert isinstance(block, ThinkingContent)
+            self._content[index] = attrs.evolve(block, thinking_signature=source())
 
     def _append(self, block: AssistantContent) -> int:
         self._content.append(block)

@@ -600,17 +600,46 @@ def is_valid_reasoning_detail(entry: Any) -> bool:
 _MERGED_FIELD = {"reasoning.text": "text", "reasoning.summary": "summary"}
 
 
-def _merge_reasoning_detail(entries: list[dict[str, Any]], entry: dict[str, Any]) -> None:
-    # Streamed text and summary entries arrive in pieces: a piece of the same kind as the
-    # previous entry extends it (first non-empty signature kept, missing fields filled).
-    field = _MERGED_FIELD.get(entry["type"])
-    last = entries[-1] if entries else None
-    if field is None or last is None or last.get("type") != entry["type"]:
-        entries.append(dict(entry))
-        return
+class _ReasoningDetails:
+    """The streamed ``reasoning_details`` entries, merged in linear time.
+
+    Text and summary entries arrive in pieces: a piece of the same kind as the previous
+    entry extends it (first non-empty signature kept, missing fields filled). The pieces
+    of the last entry are joined only when the entries are read (:meth:`json`).
+    """
+
+    def __init__(self) -> None:
+        self.entries: list[dict[str, Any]] = []
+        self._pieces: list[str] = []  # of the last entry's merged field
+
+    def merge(self, entry: dict[str, Any]) -> None:
+        field = _MERGED_FIELD.get(entry["type"])
+        last = self.entries[-1] if self.entries else None
+        if field is None or last is None or last.get("type") != entry["type"]:
+            self._join()
+            self.entries.append(dict(entry))
+            self._pieces = [entry[field]] if field is not None else []
+            return
+        _merge_reasoning_detail(last, entry, field, self._pieces)
+
+    def json(self) -> str:
+        """The merged entries as compact JSON (the thinking block's signature)."""
+        self._join()
+        return compact_json(self.entries)
+
+    def _join(self) -> None:
+        if len(self._pieces) > 1:
+            field = _MERGED_FIELD[self.entries[-1]["type"]]
+            self.entries[-1][field] = "".join(self._pieces)
+            self._pieces = [self.entries[-1][field]]
+
+
+def _merge_reasoning_detail(
+    last: dict[str, Any], entry: dict[str, Any], field: str, pieces: list[str]
+) -> None:
     for key, value in entry.items():
         if key == field:
-            last[field] = last[field] + value
+            pieces.append(value)
         elif key == "signature":
             if (not last.get("signature") and value) or "signature" not in last:
                 last["signature"] = value
@@ -683,7 +712,7 @@ class _CompletionsMapper:
         self._text: int | None = None
         self._thinking: int | None = None
         self._tools: dict[Any, int] = {}
-        self._reasoning_details: list[dict[str, Any]] = []
+        self._reasoning_details = _ReasoningDetails()
         self._finish_reason: str | None = None
 
     def parse(self, sse: SseEvent) -> Any:
@@ -748,11 +777,10 @@ class _CompletionsMapper:
                 if self._thinking is None:
                     self._thinking, start = builder.start_thinking(signature="reasoning_details")
                     yield start
-                _merge_reasoning_detail(self._reasoning_details, entry)
-                # Stored at once, so a response that fails later keeps them too.
-                builder.set_thinking_signature(
-                    self._thinking, compact_json(self._reasoning_details)
-                )
+                self._reasoning_details.merge(entry)
+                # Read when the block ends or the message is read whole, so a response
+                # that fails later keeps them too.
+                builder.defer_thinking_signature(self._thinking, self._reasoning_details.json)
         content = delta.get("content")
         if isinstance(content, str) and content:
             if self._text is None:
