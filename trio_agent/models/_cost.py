@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from typing import Final
@@ -26,6 +25,7 @@ from .._messages import (
 )
 from .._serialization import to_json
 from .._transcript import get_system_message_text
+from ._http import compact_json
 
 __all__ = [
     "DEFAULT_THINKING_BUDGETS",
@@ -241,13 +241,9 @@ def _message_tokens(message: Message) -> int:
             elif isinstance(block, ThinkingContent):
                 chars += _js_length(block.thinking)
             elif isinstance(block, ToolCall):
-                chars += _js_length(block.name) + _js_length(_compact(block.arguments))
+                chars += _js_length(block.name) + _js_length(compact_json(block.arguments))
         return _tokens(chars)
     return 0  # pragma: no cover - every Message variant is handled above
-
-
-def _compact(value: object) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def _usage_total(usage: Usage) -> int:

@@ -62,6 +62,7 @@ from ._http import (
     parse_sse_json,
     stream_http,
 )
+from ._openai_responses import short_hash
 from ._request import client_error_message, client_error_text
 from ._strict_tools import strict_schema_for
 from ._transform import sanitize_surrogates, transform_messages
@@ -208,15 +209,12 @@ def normalize_openai_tool_call_id(tool_call_id: str, model: Model, source: Assis
     ids are cut to 40 characters.
     """
     if "|" in tool_call_id:
-        # imported here: _openai_responses imports this module
-        from ._openai_responses import short_hash
-
         call, _, item = tool_call_id.partition("|")
         call = re.sub(r"[^A-Za-z0-9_-]", "_", call)
         item = re.sub(r"[^A-Za-z0-9_-]", "_", item)
         joined = f"{call}_{item}" if item else call
         if len(joined) > 40:
-            joined = f"{call[: max(1, 40 - 9)]}_{short_hash(tool_call_id)[:8]}"
+            joined = f"{call[:31]}_{short_hash(tool_call_id)[:8]}"
         return joined
     if model.provider == "openai" and len(tool_call_id) > 40:
         return tool_call_id[:40]

@@ -33,7 +33,12 @@ from .._messages import (
 from .._streaming import LlmContext, StreamOptions
 from .._transcript import collapse_system_messages, get_system_message_text
 from ._builder import MALFORMED_EVENT_JSON, AssistantMessageBuilder
-from ._cost import calculate_cost, clamp_max_tokens_to_context, clamp_thinking_level
+from ._cost import (
+    calculate_cost,
+    clamp_max_tokens_to_context,
+    clamp_thinking_level,
+    is_openrouter,
+)
 from ._http import (
     HttpApi,
     HttpEnv,
@@ -801,7 +806,7 @@ def build_responses_request(
     if session_id and retention != "none":
         affinity = compat_value(model, "sessionAffinityFormat")
         if affinity is None:
-            openrouter = model.provider == "openrouter" or "openrouter.ai" in model.base_url
+            openrouter = is_openrouter(model)
             affinity = "openrouter" if openrouter else "openai"
         if affinity == "openrouter":
             headers["x-session-id"] = session_id

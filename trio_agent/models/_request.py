@@ -193,10 +193,6 @@ def retry_delay(attempt: int, headers: Mapping[str, str]) -> tuple[float, bool]:
     return backoff * (1 - random.random() * 0.25), False
 
 
-def _compact(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
 def client_error_message(error: Any, status: int | None = None, raw: str | None = None) -> str:
     """The message of the OpenAI client's ``APIError`` for the error value ``error``.
 
