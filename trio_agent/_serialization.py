@@ -606,7 +606,13 @@ def _loads(text: str | bytes) -> Any:
         data = json.loads(text, parse_constant=_reject_constant)
     except RecursionError:
         raise _TooDeep(_TOO_DEEP) from None
-    if depth_exceeds(data, MAX_DEPTH):
+    # The nesting depth cannot exceed the number of opening brackets, which C counts
+    # fast: only text with enough of them is walked.
+    if isinstance(text, bytes):
+        opening = text.count(b"{") + text.count(b"[")
+    else:
+        opening = text.count("{") + text.count("[")
+    if opening > MAX_DEPTH and depth_exceeds(data, MAX_DEPTH):
         raise _TooDeep(_TOO_DEEP)
     return data
 
