@@ -493,10 +493,16 @@ class ToolBatch:
                 call, event = receive.receive_nowait()
             except trio.WouldBlock:
                 call, event = await receive.receive()
-            if isinstance(event, ToolExecutionEndEvent):
-                call.ended = True
+            if await self._deliver(call, event):
                 running -= 1
-            await self.emit(event)
+
+    async def _deliver(self, call: _Call, event: AgentEvent) -> bool:
+        """Hand an execution's event to the run; whether it ended that execution."""
+        ended = isinstance(event, ToolExecutionEndEvent)
+        if ended:
+            call.ended = True
+        await self.emit(event)
+        return ended
 
     # -- closing ------------------------------------------------------------------------
 
@@ -526,9 +532,7 @@ class ToolBatch:
                     call, event = receive.receive_nowait()
                 except trio.WouldBlock:
                     break
-                if isinstance(event, ToolExecutionEndEvent):
-                    call.ended = True
-                await self.emit(event)
+                await self._deliver(call, event)
         for call in self.calls:
             if call.published:
                 continue
