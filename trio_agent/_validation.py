@@ -100,7 +100,7 @@ def validate_tool_arguments(tool: AgentTool, tool_call: ToolCall) -> dict[str, A
     schema.check(value, schema.root, (), errors, 0)
     if not errors:
         return value  # type: ignore[no-any-return]  # the root schema is an object schema
-    lines = "\n".join(f"  - {_dotted(path)}: {message}" for path, message, _ in errors)
+    lines = "\n".join(f"  - {_dotted(path)}: {message}" for path, message in errors)
     # As upstream's JSON.stringify(args, null, 2): numbers in JavaScript form (1.0 -> 1).
     try:
         received = js_stringify(tool_call.arguments, indent=2, default=str)
@@ -115,8 +115,8 @@ def validate_tool_arguments(tool: AgentTool, tool_call: ToolCall) -> dict[str, A
 # Errors
 
 _Path: TypeAlias = tuple[str | int, ...]
-_Error: TypeAlias = tuple[_Path, str, bool]
-"""``(path, message, is_type_error)``."""
+_Error: TypeAlias = tuple[_Path, str]
+"""``(path, message)``."""
 
 
 _CYCLE: Final = _Unset()  # a $ref already being expanded for the same value
@@ -374,16 +374,16 @@ class _Schema:
         """Append one error per failing keyword of ``schema`` (and its subschemas)."""
         if not isinstance(schema, dict):
             if schema is False:
-                errors.append((path, "no value is allowed here", False))
+                errors.append((path, "no value is allowed here"))
             return  # ``true`` (and anything that is not a schema) accepts every value
         if depth > _MAX_DEPTH:
-            errors.append((path, "invalid", False))
+            errors.append((path, "invalid"))
             return
         type_spec = schema.get("type")
         types = [type_spec] if isinstance(type_spec, str) else type_spec
         if isinstance(types, list) and types and not any(_has_type(value, t) for t in types):
             expected = " or ".join(str(t) for t in types)
-            errors.append((path, f"expected {expected}, got {_type_name(value)}", True))
+            errors.append((path, f"expected {expected}, got {_type_name(value)}"))
             return  # a node of the wrong type is not checked further
         if "$ref" in schema:
 
@@ -392,12 +392,12 @@ class _Schema:
                 return True
 
             if self._with_ref(schema, value, check_target) is _UNSET:
-                errors.append((path, f"unresolved reference {schema['$ref']}", False))
+                errors.append((path, f"unresolved reference {schema['$ref']}"))
         if "const" in schema and not _json_equal(value, schema["const"]):
-            errors.append((path, f"expected {js_stringify(schema['const'])}", False))
+            errors.append((path, f"expected {js_stringify(schema['const'])}"))
         enum = schema.get("enum")
         if isinstance(enum, list) and not any(_json_equal(value, item) for item in enum):
-            errors.append((path, f"expected one of {_format_enum(enum)}", False))
+            errors.append((path, f"expected one of {_format_enum(enum)}"))
         if isinstance(value, str):
             self._check_string(value, schema, path, errors)
         elif _is_number(value):
@@ -413,19 +413,19 @@ class _Schema:
     ) -> None:
         min_length = schema.get("minLength")
         if _is_number(min_length) and len(value) < min_length:
-            errors.append((path, f"expected at least {js_number(min_length)} characters", False))
+            errors.append((path, f"expected at least {js_number(min_length)} characters"))
         max_length = schema.get("maxLength")
         if _is_number(max_length) and len(value) > max_length:
-            errors.append((path, f"expected at most {js_number(max_length)} characters", False))
+            errors.append((path, f"expected at most {js_number(max_length)} characters"))
         if "pattern" in schema:
             matched = search(schema["pattern"], value)
             if matched is None:
-                errors.append((path, "invalid", False))
+                errors.append((path, "invalid"))
             elif not matched:
-                errors.append((path, f"expected to match {schema['pattern']}", False))
+                errors.append((path, f"expected to match {schema['pattern']}"))
         fmt = schema.get("format")
         if isinstance(fmt, str) and fmt in FORMATS and not FORMATS[fmt](value):
-            errors.append((path, f"expected format {fmt}", False))
+            errors.append((path, f"expected format {fmt}"))
 
     def _check_number(
         self, value: float, schema: dict[str, Any], path: _Path, errors: list[_Error]
@@ -438,22 +438,22 @@ class _Schema:
         if _is_number(minimum):
             if exclusive_min is True:  # draft 4 spelling
                 if value <= minimum:
-                    errors.append((path, f"expected > {js_number(minimum)}", False))
+                    errors.append((path, f"expected > {js_number(minimum)}"))
             elif value < minimum:
-                errors.append((path, f"expected >= {js_number(minimum)}", False))
+                errors.append((path, f"expected >= {js_number(minimum)}"))
         if _is_number(maximum):
             if exclusive_max is True:
                 if value >= maximum:
-                    errors.append((path, f"expected < {js_number(maximum)}", False))
+                    errors.append((path, f"expected < {js_number(maximum)}"))
             elif value > maximum:
-                errors.append((path, f"expected <= {js_number(maximum)}", False))
+                errors.append((path, f"expected <= {js_number(maximum)}"))
         if _is_number(exclusive_min) and value <= exclusive_min:
-            errors.append((path, f"expected > {js_number(exclusive_min)}", False))
+            errors.append((path, f"expected > {js_number(exclusive_min)}"))
         if _is_number(exclusive_max) and value >= exclusive_max:
-            errors.append((path, f"expected < {js_number(exclusive_max)}", False))
+            errors.append((path, f"expected < {js_number(exclusive_max)}"))
         multiple_of = schema.get("multipleOf")
         if _is_number(multiple_of) and multiple_of > 0 and not _is_multiple(value, multiple_of):
-            errors.append((path, f"expected a multiple of {js_number(multiple_of)}", False))
+            errors.append((path, f"expected a multiple of {js_number(multiple_of)}"))
 
     def _check_array(
         self,
@@ -465,11 +465,11 @@ class _Schema:
     ) -> None:
         min_items, max_items = schema.get("minItems"), schema.get("maxItems")
         if _is_number(min_items) and len(value) < min_items:
-            errors.append((path, f"expected at least {js_number(min_items)} items", False))
+            errors.append((path, f"expected at least {js_number(min_items)} items"))
         if _is_number(max_items) and len(value) > max_items:
-            errors.append((path, f"expected at most {js_number(max_items)} items", False))
+            errors.append((path, f"expected at most {js_number(max_items)} items"))
         if schema.get("uniqueItems") is True and not _all_unique(value):
-            errors.append((path, "expected unique items", False))
+            errors.append((path, "expected unique items"))
         positional, rest = _tuple_schemas(schema)
         for index, item in enumerate(value):
             if positional is not None and index < len(positional):
@@ -490,7 +490,7 @@ class _Schema:
         if isinstance(required, list):
             for name in required:
                 if isinstance(name, str) and name not in value:
-                    errors.append(((*path, name), "missing", False))
+                    errors.append(((*path, name), "missing"))
         properties = _as_dict(schema, "properties")
         patterns = _as_dict(schema, "patternProperties")
         additional = schema.get("additionalProperties", True)
@@ -511,16 +511,16 @@ class _Schema:
                     matched = True
             if not matched:
                 if additional is False:
-                    errors.append((member_path, "unknown field", False))
+                    errors.append((member_path, "unknown field"))
                 else:
                     self.check(member, additional, member_path, errors, depth + 1)
         min_properties, max_properties = schema.get("minProperties"), schema.get("maxProperties")
         if _is_number(min_properties) and len(value) < min_properties:
             count = js_number(min_properties)
-            errors.append((path, f"expected at least {count} properties", False))
+            errors.append((path, f"expected at least {count} properties"))
         if _is_number(max_properties) and len(value) > max_properties:
             count = js_number(max_properties)
-            errors.append((path, f"expected at most {count} properties", False))
+            errors.append((path, f"expected at most {count} properties"))
 
     def _union_errors(
         self,
@@ -553,7 +553,7 @@ class _Schema:
             for constant in constants:
                 if not any(_json_equal(constant, seen) for seen in shown):
                     shown.append(constant)
-            return [((*path, name), f"expected one of {_format_enum(shown)}", False)]
+            return [((*path, name), f"expected one of {_format_enum(shown)}")]
         return self._best_alternative(value, failures, path)
 
     def _discriminator(self, branches: list[Any]) -> tuple[str, list[Any]] | None:
@@ -592,7 +592,7 @@ class _Schema:
         alternative`` is left for a union without any failing branch (``anyOf: []``).
         """
         if not failures:
-            return [(path, "matches no alternative", False)]
+            return [(path, "matches no alternative")]
 
         def score(failure: tuple[Any, list[_Error]]) -> tuple[int, int]:
             branch, branch_errors = failure
@@ -642,11 +642,11 @@ class _Schema:
                 else:
                     failures.append((branch, branch_errors))
             if passing > 1:
-                errors.append((path, "matches more than one alternative", False))
+                errors.append((path, "matches more than one alternative"))
             elif passing == 0:
                 errors.extend(self._union_errors(value, branches, failures, path))
         if "not" in schema and self.is_valid(value, schema["not"], depth + 1):
-            errors.append((path, "must not match the schema in not", False))
+            errors.append((path, "must not match the schema in not"))
 
 
 def _format_enum(values: list[Any]) -> str:
