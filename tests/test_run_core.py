@@ -237,7 +237,12 @@ async def test_wait_for_idle_from_a_tool_raises_at_once() -> None:
     with trio.fail_after(5):
         await agent.prompt("go")
     result = agent.state.messages[-2]
-    assert content_text(result.content).startswith("wait_for_idle() called")  # type: ignore[union-attr]
+    assert isinstance(result, ToolResultMessage)
+    assert result.is_error is True
+    assert content_text(result.content) == (
+        "wait_for_idle() called from inside the active run (a listener, hook or tool); "
+        "it would wait for itself"
+    )
 
 
 async def test_events_opened_outside_the_nursery_ends_under_the_callers_timeout(
@@ -658,6 +663,8 @@ async def test_f14_a_failure_reports_only_the_failure_message_in_turn_end_and_ag
     roles = [e.message.role for e in before.of_type("message_end")]
     assert roles == ["user", "assistant", "toolResult", "assistant"]
     failure = agent.state.messages[-1]
+    assert isinstance(failure, AssistantMessage)
+    assert (failure.stop_reason, failure.error_message) == ("error", "listener failed")
     assert before.of_type("turn_end")[0].tool_results == []
     assert before.of_type("agent_end")[0].messages == [failure]
     # The listener after the raising one missed that event, then got the failure sequence.
