@@ -15,7 +15,7 @@ import codecs
 import contextlib
 import os
 import select
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol, TextIO
 
@@ -90,24 +90,17 @@ class ChannelInput:
         """Nothing to remember."""
 
 
-async def read_lines(
-    stdin: TextIO,
-    send: trio.MemorySendChannel[str],
-    on_line: Callable[[], object] | None = None,
-) -> None:
+async def read_lines(stdin: TextIO, send: trio.MemorySendChannel[str]) -> None:
     """Forward the lines of ``stdin`` into ``send`` until end of input, then close it.
 
     Reads in a worker thread (portable, and leaves the terminal's blocking mode alone);
-    a read in progress is abandoned when this task is cancelled. ``on_line`` is called as
-    soon as a line has been read, before it is sent.
+    a read in progress is abandoned when this task is cancelled.
     """
     async with send:
         while True:
             line = await trio.to_thread.run_sync(stdin.readline, abandon_on_cancel=True)
             if not line:
                 return
-            if on_line is not None:
-                on_line()
             await send.send(line)
 
 

@@ -373,10 +373,7 @@ class Program:
             if choose is None:
                 raise UsageError("switching models is not available here")
             model, tools = choose(parse_model_spec(text))
-        except UsageError as exc:
-            self.renderer.error(str(exc))
-            return
-        except argparse.ArgumentTypeError as exc:
+        except (UsageError, argparse.ArgumentTypeError) as exc:
             self.renderer.error(str(exc))
             return
         self.agent.state.model = model
