@@ -26,6 +26,7 @@ from ._exceptions import AgentError
 from ._messages import ImageContent, TextContent, ToolResultContent
 from ._redaction import redact_url
 from ._tools import AgentTool, AgentToolResult, AgentToolUpdateCallback
+from ._util import exception_leaves
 
 __all__ = ["McpConnectionError", "open_mcp_tools"]
 
@@ -237,14 +238,7 @@ def _describe(server: str | StdioServerParameters | Client) -> str:
 
 def _only(group: BaseExceptionGroup[BaseException], error: BaseException) -> bool:
     """Whether ``group`` holds ``error`` and otherwise only cancellations."""
-    leaves: list[BaseException] = []
-    pending: list[BaseException] = [group]
-    while pending:
-        exc = pending.pop()
-        if isinstance(exc, BaseExceptionGroup):
-            pending.extend(exc.exceptions)
-        else:
-            leaves.append(exc)
+    leaves = exception_leaves(group)
     return any(leaf is error for leaf in leaves) and all(
         leaf is error or isinstance(leaf, trio.Cancelled) for leaf in leaves
     )

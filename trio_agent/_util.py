@@ -13,6 +13,7 @@ T = TypeVar("T")
 __all__ = [
     "collapse_errors",
     "collapse_exception_group",
+    "exception_leaves",
     "fixup_module_metadata",
     "maybe_await",
 ]
@@ -72,14 +73,14 @@ def collapse_exception_group(group: BaseExceptionGroup[BaseException]) -> BaseEx
     first one wins"); a group of ``Cancelled`` only becomes one ``Cancelled`` so the
     enclosing cancel scope still catches it.
     """
-    return collapse_errors(_leaves(group))
+    return collapse_errors(exception_leaves(group))
 
 
 def collapse_errors(errors: list[BaseException]) -> BaseException:
     """:func:`collapse_exception_group` for a plain list of (non-empty) errors."""
     import trio
 
-    leaves = [leaf for error in errors for leaf in _leaves(error)]
+    leaves = [leaf for error in errors for leaf in exception_leaves(error)]
     real = [exc for exc in leaves if not isinstance(exc, trio.Cancelled)]
     for exc in real:
         if isinstance(exc, KeyboardInterrupt | SystemExit):
@@ -92,9 +93,10 @@ def collapse_errors(errors: list[BaseException]) -> BaseException:
     return _group(real)
 
 
-def _leaves(exc: BaseException) -> list[BaseException]:
+def exception_leaves(exc: BaseException) -> list[BaseException]:
+    """The exceptions inside ``exc``, its nested groups flattened (``[exc]`` if no group)."""
     if isinstance(exc, BaseExceptionGroup):
-        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+        return [leaf for inner in exc.exceptions for leaf in exception_leaves(inner)]
     return [exc]
 
 
