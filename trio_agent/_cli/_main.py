@@ -40,7 +40,7 @@ from ._args import (
 )
 from ._input import ChannelInput, ChatInput, TerminalInput, read_lines, terminal_restored
 from ._program import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE, Program
-from ._render import Renderer, color_wanted
+from ._render import Renderer, color_wanted, is_terminal
 from ._session import (
     history_file,
     latest_session,
@@ -97,13 +97,6 @@ async def run_program(
         # Only one error is possible here (the program's own tasks never fail); see
         # collapse_exception_group for the policy.
         raise collapse_exception_group(group) from None
-
-
-def _isatty(stream: TextIO) -> bool:
-    try:
-        return stream.isatty()
-    except (OSError, ValueError):
-        return False
 
 
 class _Models:
@@ -172,7 +165,7 @@ async def _run_program(
     check_options(args)
     chat = args.command == "chat"
     if interactive is None:
-        interactive = chat and lines is None and _isatty(stdin)
+        interactive = chat and lines is None and is_terminal(stdin)
     # The session: --session, --continue, or (a chat on a terminal) a new saved one.
     session: Path | None = args.session
     autosave = False
@@ -201,7 +194,7 @@ async def _run_program(
         color=not args.json and color_wanted(args.color, stderr),
     )
     if show_usage is None:
-        show_usage = _isatty(stderr)
+        show_usage = is_terminal(stderr)
     async with Models() as catalog:
         demo_model = DemoModel(tokens_per_second=args.tokens_per_second)
         models = _Models(args, demo_model, catalog)

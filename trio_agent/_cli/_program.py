@@ -27,7 +27,7 @@ from .._tools import AgentTool
 from ._args import PROG, ModelSpec, UsageError, parse_model_spec
 from ._commands import BUSY_COMMANDS, COMMANDS, Command, help_text, parse_entry
 from ._input import ChatInput
-from ._render import Renderer, usage_summary
+from ._render import Renderer, is_terminal, usage_summary
 from ._session import check_session_directory, save_transcript
 
 __all__ = [
@@ -277,7 +277,7 @@ class Program:
         if self.renderer.json_lines:
             return ""  # stdout holds only JSON lines
         text = "... " if continuation else "> "
-        if not self.renderer.style.enabled or not _isatty(self.renderer.stdout):
+        if not self.renderer.style.enabled or not is_terminal(self.renderer.stdout):
             return text
         # \x01 ... \x02 tell readline that the colour codes take no room.
         return "\x01\x1b[1;32m\x02" + text + "\x01\x1b[0m\x02"
@@ -397,11 +397,3 @@ def _save_target(text: str) -> Path:
     path = Path(os.path.expanduser(text))
     check_session_directory(path)
     return path
-
-
-def _isatty(stream: object) -> bool:
-    isatty = getattr(stream, "isatty", None)
-    try:
-        return bool(isatty is not None and isatty())
-    except (OSError, ValueError):
-        return False

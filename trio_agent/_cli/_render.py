@@ -49,6 +49,15 @@ _CODES = {
 }
 
 
+def is_terminal(stream: object) -> bool:
+    """Whether ``stream`` is a terminal (``False`` for a closed stream or none at all)."""
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty is not None and isatty())
+    except (OSError, ValueError):
+        return False
+
+
 def color_wanted(choice: str, stream: TextIO, environ: Mapping[str, str] | None = None) -> bool:
     """``--color``: ``always``, ``never``, or (``auto``) when ``stream`` is a terminal
     and ``NO_COLOR`` is unset or empty (https://no-color.org)."""
@@ -57,8 +66,7 @@ def color_wanted(choice: str, stream: TextIO, environ: Mapping[str, str] | None 
     environ = os.environ if environ is None else environ
     if environ.get("NO_COLOR") or environ.get("TERM") == "dumb":
         return False
-    isatty = getattr(stream, "isatty", None)
-    return bool(isatty is not None and isatty())
+    return is_terminal(stream)
 
 
 class Style:
