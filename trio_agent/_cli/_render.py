@@ -31,7 +31,7 @@ from .._messages import AgentMessage, AssistantMessage, Model, ToolCall, UserMes
 from .._transcript import content_text
 from ..serialization import to_json
 
-__all__ = ["Renderer", "Style", "color_wanted", "one_line", "usage_summary"]
+__all__ = ["Renderer", "Style", "color_wanted", "is_terminal", "one_line", "usage_summary"]
 
 MAX_RESULT_CHARS = 200
 MAX_ARGUMENT_CHARS = 120
