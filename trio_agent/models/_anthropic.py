@@ -37,9 +37,9 @@ from ._cost import (
     adjust_max_tokens_for_thinking,
     calculate_cost,
     clamp_max_tokens_to_context,
-    clamp_thinking_level,
     is_openrouter,
     provider_billed_total,
+    requested_thinking_level,
     with_billed_total,
 )
 from ._http import (
@@ -431,10 +431,10 @@ def build_anthropic_body(
     max_tokens = clamp_max_tokens_to_context(
         model, estimated, options.max_tokens or model.max_tokens or 4096
     )
-    # No requested level means no thinking; a requested one is clamped to what the model
-    # supports (which may be "off").
+    # No requested level means no thinking; the budget and the adaptive effort follow the
+    # requested level, the switch the clamped one.
     requested = options.reasoning or "off"
-    level = "off" if requested == "off" else clamp_thinking_level(model, requested)
+    level = requested_thinking_level(model, requested)
     thinking: dict[str, Any] | None
     output_config: dict[str, Any] | None = None
     thinking_enabled = level != "off"

@@ -169,6 +169,15 @@ def clamp_thinking_level(model: Model, level: ThinkingLevel) -> ThinkingLevel:
     return supported[0]
 
 
+def requested_thinking_level(model: Model, level: ThinkingLevel | None) -> ThinkingLevel:
+    """The level a request asks ``model`` for: ``"off"`` for no level or ``"off"`` (the
+    agent's "off" means none, never the model's lowest level), else ``level`` clamped to
+    what the model supports (which may be ``"off"``)."""
+    if level is None or level == "off":
+        return "off"
+    return clamp_thinking_level(model, level)
+
+
 def adjust_max_tokens_for_thinking(
     base_max_tokens: int,
     model_max_tokens: int,

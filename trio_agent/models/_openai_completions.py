@@ -45,8 +45,8 @@ from ._builder import MALFORMED_EVENT_JSON, AssistantMessageBuilder
 from ._cost import (
     calculate_cost,
     clamp_max_tokens_to_context,
-    clamp_thinking_level,
     provider_billed_total,
+    requested_thinking_level,
     with_billed_total,
 )
 from ._http import (
@@ -418,15 +418,10 @@ def _tools(
 def _set_thinking_level(
     body: dict[str, Any], model: Model, options: StreamOptions, compat: OpenAICompletionsCompat
 ) -> None:
-    # The requested level, clamped to the model's levels, mapped through
-    # ``thinking_level_map``. "off" is no level, as the agent means it (pi's agent passes
-    # none), so it is never clamped up to the model's lowest level.
+    # The requested level mapped through ``thinking_level_map``.
     level_map = model.thinking_level_map or {}
-    effort = None
-    if options.reasoning is not None and options.reasoning != "off":
-        effort = clamp_thinking_level(model, options.reasoning)
-    if effort == "off":
-        effort = None
+    level = requested_thinking_level(model, options.reasoning)
+    effort = None if level == "off" else level
     if compat.thinking_format == "openrouter":
         # OpenRouter's reasoning object, whatever supports_reasoning_effort says
         if effort is not None:

@@ -36,8 +36,8 @@ from ._builder import MALFORMED_EVENT_JSON, AssistantMessageBuilder
 from ._cost import (
     calculate_cost,
     clamp_max_tokens_to_context,
-    clamp_thinking_level,
     is_openrouter,
+    requested_thinking_level,
 )
 from ._http import (
     HttpApi,
@@ -354,10 +354,7 @@ def _reasoning_body(model: Model, options: StreamOptions) -> dict[str, Any] | No
     if not model.reasoning:
         return None
     level_map = model.thinking_level_map or {}
-    # A requested level is clamped to what the model supports. "off" is no level, as the
-    # agent means it (pi's agent passes none), so it is never clamped up.
-    requested = options.reasoning
-    level = "off" if requested in (None, "off") else clamp_thinking_level(model, requested)
+    level = requested_thinking_level(model, options.reasoning)
     if level != "off":
         effort = level_map.get(level) or level
         return {"effort": effort, "summary": "auto"}
