@@ -337,7 +337,7 @@ async def test_a_memory_channel_is_a_sink() -> None:
         stream_fn=faux.stream_fn,
     )
     send.close()
-    types = [event.type async for event in receive]
+    types: list[str] = [event.type async for event in receive]
     assert without_updates(types) == [
         "agent_start",
         "turn_start",

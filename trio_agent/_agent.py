@@ -316,7 +316,7 @@ class _Delivery:
     def send_nowait(self, event: AgentEvent) -> None:
         agent = self._agent
         agent._reduce(event)
-        listeners = agent._listener_order
+        listeners = agent._listeners
         signal = self._signal
         for listener in listeners:
             value = listener.fn(event, signal) if listener.takes_signal else listener.fn(event)
@@ -331,7 +331,7 @@ class _Delivery:
             _, pending, listeners, start = resume
         else:
             self._agent._reduce(event)
-            listeners, start = self._agent._listener_order, 0
+            listeners, start = self._agent._listeners, 0
         signal = self._signal
         cancelled: list[trio.Cancelled] = []
         if pending is not None:
@@ -441,8 +441,8 @@ class Agent:
             raise ValueError(f"transport must be 'sse', 'websocket' or 'auto', not {transport!r}")
         self._steering = _Queue(_check_mode(steering_mode))
         self._follow_up = _Queue(_check_mode(follow_up_mode))
-        self._listeners: list[_Listener] = []
-        self._listener_order: tuple[_Listener, ...] = ()  # what the next event goes to
+        # Replaced, never changed in place: an event goes to the listeners of its start.
+        self._listeners: tuple[_Listener, ...] = ()
         self._active: _ActiveRun | None = None
 
     # -- state and listeners -----------------------------------------------------------
@@ -468,15 +468,12 @@ class Agent:
             if existing.fn is listener:
                 return self._unsubscriber(existing)
         entry = _Listener(listener, _takes_signal(listener))
-        self._listeners.append(entry)
-        self._listener_order = tuple(self._listeners)
+        self._listeners = (*self._listeners, entry)
         return self._unsubscriber(entry)
 
     def _unsubscriber(self, entry: _Listener) -> Callable[[], None]:
         def unsubscribe() -> None:
-            if entry in self._listeners:
-                self._listeners.remove(entry)
-                self._listener_order = tuple(self._listeners)
+            self._listeners = tuple(other for other in self._listeners if other is not entry)
 
         return unsubscribe
 
