@@ -236,6 +236,7 @@ class _Run:
         self.last_turn: AgentTurnContext | None = None
         # Where are we.
         self.started = self.turn_open = self.ended = False
+        self.handed_on = 0  # events other than message_update handed to the sink
         self.open_message: AgentMessage | None = None
         self.requested = False
         self.partial: AssistantMessage | None = None
@@ -281,6 +282,7 @@ class _Run:
             await self._send_shielded(event)
 
     def _track(self, kind: str, event: AgentEvent) -> None:
+        self.handed_on += 1
         if kind == "message_start":
             self.open_message = event.message  # type: ignore[union-attr]
         elif kind == "message_end":
@@ -332,6 +334,7 @@ class _Run:
 
     async def run(self, initial: Sequence[AgentMessage]) -> list[AgentMessage]:
         """The run in its nursery (which holds the watcher, when a listener awaits)."""
+        error: BaseException | None = None
         try:
             async with trio.open_nursery() as nursery:
                 self.nursery = nursery
@@ -341,20 +344,25 @@ class _Run:
                     if self.watcher is not None:
                         self.watcher.cancel()
         except BaseExceptionGroup as group:
-            raise collapse_exception_group(group) from None
+            error = collapse_exception_group(group)
+        if error is not None:
+            raise error  # after the except clause: its own cause and context stay
         return self.new_messages
 
     async def _run(self, initial: Sequence[AgentMessage]) -> None:
         cause: BaseException | None = None
         try:
             with open_abort_scope(self.signal) as work:
+                error: BaseException | None = None
                 try:
                     await self.emit(AgentStartEvent())
                     await self.emit(TurnStartEvent())
                     await self.deliver(initial)
                     await self.main_loop()
                 except BaseExceptionGroup as group:
-                    raise collapse_exception_group(group) from None
+                    error = collapse_exception_group(group)
+                if error is not None:
+                    raise error
         except BaseException as exc:
             cause = exc
         else:
@@ -616,13 +624,15 @@ class _Run:
         stream never started one), stamped with the turn's thinking level."""
         if final.thinking_level != self.thinking_level:
             final = attrs.evolve(final, thinking_level=self.thinking_level)
+        # The response is set first: a close after a listener's error on either event
+        # goes on from here instead of making the response again.
+        self.response = final
         if self.partial is not None:
             self.context.messages[-1] = final
         else:
             self.context.messages.append(final)
             await self.emit(MessageStartEvent(message=final))
         self.partial = None
-        self.response = final
         await self.emit(MessageEndEvent(message=final))
         return final
 
@@ -655,7 +665,10 @@ class _Run:
         ``BaseException`` bound the listeners' time by :data:`CLOSING_GRACE_SECONDS`. An
         ``Exception`` from a listener while closing turns the rest of the close into the
         report of that failure; later ones are raised after ``agent_end`` (several as a
-        group). A ``BaseException`` while closing stops delivery there.
+        group). The first ``BaseException`` while closing bounds the listeners' time and
+        the rest of the sequence is still delivered; a second one stops delivery there.
+        A close that raises before handing on any event stops rather than retry (it
+        would spin): the errors, and a failure it could not report, leave as they are.
         """
         if self.ended:
             # Nothing may follow agent_end: a listener's failure there leaves as itself.
@@ -672,7 +685,9 @@ class _Run:
         if cause is not None and failure is None:
             self._bound_closing(cause if not isinstance(cause, trio.Cancelled) else "cancelled")
         errors: list[BaseException] = []
+        interrupted = False
         while not self.ended:
+            progress = (self.handed_on, failure)
             try:
                 if failure is None:
                     await self._close_aborted()
@@ -686,9 +701,22 @@ class _Run:
                     errors.append(exc)
             except BaseException as exc:
                 errors.append(exc)
+                if interrupted:
+                    break  # a second BaseException while closing: delivery stops
+                # The first one does not cut the closing sequence short: the rest is
+                # delivered under the bounded grace, then it propagates.
+                interrupted = True
+                self._bound_closing(exc if not isinstance(exc, trio.Cancelled) else "cancelled")
+            if not self.ended and progress == (self.handed_on, failure):
+                # Nothing was handed on and nothing changed: trying again would spin
+                # without a checkpoint. The errors leave as they are.
                 break
-        if cause is not None and failure is not cause:
-            errors.insert(0, cause)
+        # A failure reported in-band stays there; one the close could not finish
+        # reporting leaves too, after the cause.
+        unreported = [failure] if failure is not None and not self.ended else []
+        if cause is not None and cause is not failure:
+            unreported.insert(0, cause)
+        errors[:0] = unreported
         if errors:
             raise collapse_errors(errors)
 
@@ -906,6 +934,7 @@ async def _open_loop(
             # exception there, losing it.
             send.close()
 
+    error: BaseException | None = None
     try:
         async with trio.open_nursery() as nursery, receive:
             nursery.start_soon(drive)
@@ -915,7 +944,9 @@ async def _open_loop(
                 # Leaving the block (early or not) ends the loop: nothing outlives it.
                 nursery.cancel_scope.cancel(reason="open_agent_loop block exited")
     except BaseExceptionGroup as group:
-        raise collapse_exception_group(group) from None
+        error = collapse_exception_group(group)
+    if error is not None:
+        raise error  # after the except clause: its own cause and context stay
 
 
 def open_agent_loop(

@@ -66,12 +66,17 @@ def fixup_module_metadata(module_name: str, namespace: dict[str, Any]) -> None:
 def collapse_exception_group(group: BaseExceptionGroup[BaseException]) -> BaseException:
     """The exception to raise for a nursery's group, by trio's policy.
 
-    Policy (the one place it is written down): a ``KeyboardInterrupt`` or ``SystemExit``
-    comes first, with the other errors chained as its ``__context__``; otherwise
-    ``Cancelled`` echoes are dropped when a real error is there, a single real error is
-    raised as itself, and several real errors are kept together in a group (never "the
-    first one wins"); a group of ``Cancelled`` only becomes one ``Cancelled`` so the
+    Policy (the one place it is written down): a ``BaseException`` that is not an
+    ``Exception`` comes first (``KeyboardInterrupt`` or ``SystemExit`` before any other),
+    as itself, with the other errors chained at the end of its ``__context__`` chain;
+    otherwise ``Cancelled`` echoes are dropped when a real error is there, a single real
+    error is raised as itself, and several real errors are kept together in a group (never
+    "the first one wins"); a group of ``Cancelled`` only becomes one ``Cancelled`` so the
     enclosing cancel scope still catches it.
+
+    Raise the result after the ``except`` clause that caught the group, as trio does:
+    raising it inside would replace its own ``__context__`` with the group, and
+    ``raise ... from None`` would hide its cause and context.
     """
     return collapse_errors(exception_leaves(group))
 
@@ -82,15 +87,37 @@ def collapse_errors(errors: list[BaseException]) -> BaseException:
 
     leaves = [leaf for error in errors for leaf in exception_leaves(error)]
     real = [exc for exc in leaves if not isinstance(exc, trio.Cancelled)]
-    for exc in real:
-        if isinstance(exc, KeyboardInterrupt | SystemExit):
-            others = [other for other in real if other is not exc]
-            if others and exc.__context__ is None:
-                exc.__context__ = _group(others)
-            return exc
     if not real:
         return leaves[0]
-    return _group(real)
+    first = _first_interrupt(real)
+    if first is None:
+        return _group(real)
+    others = [other for other in real if other is not first]
+    if others:
+        _chain_at_end(first, _group(others))
+    return first
+
+
+def _first_interrupt(errors: list[BaseException]) -> BaseException | None:
+    """``KeyboardInterrupt`` or ``SystemExit`` first, else any other non-``Exception``."""
+    bases = [exc for exc in errors if not isinstance(exc, Exception)]
+    for exc in bases:
+        if isinstance(exc, KeyboardInterrupt | SystemExit):
+            return exc
+    return bases[0] if bases else None
+
+
+def _chain_at_end(exc: BaseException, context: BaseException) -> None:
+    """Chain ``context`` after the last link of ``exc``'s ``__context__`` chain."""
+    seen = {id(exc)}
+    last = exc
+    while last.__context__ is not None:
+        if id(last.__context__) in seen or last.__context__ is context:
+            return  # a cycle, or already chained
+        seen.add(id(last.__context__))
+        last = last.__context__
+    if id(context) not in seen:
+        last.__context__ = context
 
 
 def exception_leaves(exc: BaseException) -> list[BaseException]:
