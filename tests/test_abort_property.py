@@ -4,6 +4,7 @@ result, nothing is delivered after ``agent_end``, and the agent is idle afterwar
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import attrs
@@ -12,7 +13,6 @@ import trio
 import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_loop import assert_grammar
 
 from trio_agent import (
     AbortSignal,
@@ -29,6 +29,14 @@ from trio_agent import (
     UserMessage,
 )
 from trio_agent.models import FauxProvider, faux_assistant_message, faux_text, faux_tool_call
+from trio_agent.testing import (
+    EventRecorder,
+    FaultInjector,
+    abort_at,
+    assert_event_grammar,
+    cancel_at,
+    raise_at,
+)
 
 SLEEPS = {"instant": 0.0, "short": 1.0, "long": 5.0}
 
@@ -101,24 +109,18 @@ async def _run(scenario: Scenario) -> None:
     )
     for i in range(scenario.steering):
         agent.steer(UserMessage(content=f"steer {i}"))
-    events: list[AgentEvent] = []
     outer_scope = trio.CancelScope()
-    armed = [True]
-
-    def listener(event: AgentEvent) -> None:
-        assert not (events and events[-1].type == "agent_end"), "event after agent_end"
-        events.append(event)
-        if armed[0] and len(events) - 1 == scenario.abort_at:
-            if scenario.outer:
-                outer_scope.cancel()
-            else:
-                agent.abort()
-
-    agent.subscribe(listener)
+    fault = (
+        cancel_at(scenario.abort_at, outer_scope)
+        if scenario.outer
+        else abort_at(scenario.abort_at, agent)
+    )
+    unsubscribe = agent.subscribe(fault)
     with outer_scope:
         await agent.prompt("go")
 
-    assert_grammar(events)
+    events = fault.events
+    assert_event_grammar(events)
     aborted = any(
         e.type == "message_end" and getattr(e.message, "stop_reason", None) == "aborted"
         for e in events
@@ -142,12 +144,13 @@ async def _run(scenario: Scenario) -> None:
     committed = [e.message for e in events if e.type == "message_end"]
     assert messages[-len(committed) :] == committed
     # The agent is usable again.
-    armed[0] = False
-    events.clear()
+    unsubscribe()
+    recorder = EventRecorder()
+    agent.subscribe(recorder)
     faux.set_responses([faux_assistant_message("again")])
     agent.clear_all_queues()
     await agent.prompt("again")
-    assert events[-1].type == "agent_end"
+    assert_event_grammar(recorder)
     last = agent.state.messages[-1]
     assert isinstance(last, AssistantMessage)
     assert last.stop_reason == "stop"
@@ -174,21 +177,20 @@ async def test_abort_while_tool_calls_stream_answers_them(
     )
     tools = [_make_tool(name, seconds) for name, seconds in SLEEPS.items()]
     agent = Agent(AgentInitialState(model=faux.get_model(), tools=tools), stream_fn=faux.stream_fn)
-    events: list[AgentEvent] = []
 
-    def listener(event: AgentEvent) -> None:
-        events.append(event)
-        # Abort once the second tool call has started streaming.
-        if (
+    def second_call_starts(event: AgentEvent) -> bool:
+        return (
             event.type == "message_update"
             and event.assistant_message_event.type == "toolcall_start"
             and event.assistant_message_event.content_index == 1
-        ):
-            agent.abort()
+        )
 
-    agent.subscribe(listener)
+    # Abort once the second tool call has started streaming.
+    fault = abort_at(second_call_starts, agent)
+    agent.subscribe(fault)
     await agent.prompt("go")
-    assert_grammar(events)
+    events = fault.events
+    assert_event_grammar(events)
     types = [e.type for e in events if e.type != "message_update"]
     assert types[-11:] == [
         "message_end",  # the aborted assistant message, both calls in it
@@ -264,29 +266,25 @@ async def _run_failure(scenario: FailureScenario) -> None:
         stream_fn=faux.stream_fn,
         tool_execution=scenario.mode,  # type: ignore[arg-type]  # sampled from the two modes
     )
-    events: list[AgentEvent] = []
-    armed = [True]
-
-    def listener(event: AgentEvent) -> None:
-        assert not (events and events[-1].type == "agent_end"), "event after agent_end"
-        events.append(event)
-        if armed[0] and len(events) - 1 == scenario.fail_at and event.type != "agent_end":
-            armed[0] = False
-            raise ERRORS[scenario.error]("listener failed")
-
-    agent.subscribe(listener)
     error_type = ERRORS[scenario.error]
+    seen = itertools.count()
+    fault: FaultInjector = raise_at(
+        lambda event: next(seen) == scenario.fail_at and event.type != "agent_end",
+        error_type("listener failed"),
+    )
+    agent.subscribe(fault)
     try:
         await agent.prompt("go")
     except error_type:
-        assert not armed[0] and not issubclass(error_type, Exception)
-    assert_grammar(events)
-    if not armed[0] and issubclass(error_type, Exception):
+        assert fault.fired and not issubclass(error_type, Exception)
+    events = fault.events
+    assert_event_grammar(events)
+    if fault.fired and issubclass(error_type, Exception):
         last = agent.state.messages[-1]
         assert isinstance(last, AssistantMessage)
         assert last.error_message == "listener failed"
         assert agent.state.error_message == "listener failed"
-    elif not armed[0]:
+    elif fault.fired:
         # Closed like an abort: every tool call in the transcript has exactly one result.
         called = [
             block.id

@@ -13,17 +13,29 @@ from ._recorder import EventRecorder as EventRecorder
 from ._recorder import assert_event_types as assert_event_types
 from ._recorder import event_types as event_types
 
+# --- event grammar (_grammar.py) --------------------------------------------------------
+from ._grammar import EventGrammarError as EventGrammarError
+from ._grammar import assert_event_grammar as assert_event_grammar
+
+# --- fault injection (_faults.py) -------------------------------------------------------
+from ._faults import EventTrigger as EventTrigger
+from ._faults import FaultInjector as FaultInjector
+from ._faults import abort_at as abort_at
+from ._faults import cancel_at as cancel_at
+from ._faults import raise_at as raise_at
+
 
 def _fixup() -> None:
-    # Only the recorder names: the faux names already report ``trio_agent.models``.
+    # The names of this package's own modules; the faux names that trio_agent.models
+    # re-exports already report ``trio_agent.models``.
     from .._util import fixup_module_metadata
 
     fixup_module_metadata(
         __name__,
         {
-            "EventRecorder": EventRecorder,
-            "assert_event_types": assert_event_types,
-            "event_types": event_types,
+            name: value
+            for name, value in globals().items()
+            if getattr(value, "__module__", "").startswith(f"{__name__}._")
         },
     )
 
