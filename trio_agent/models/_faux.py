@@ -21,10 +21,12 @@ import json
 import math
 import random
 import secrets
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping, Sequence
+from contextlib import aclosing
 from typing import Any, TypeAlias
 
 import attrs
+import httpx
 import trio
 
 from .._abort import AbortSignal, open_abort_scope
@@ -53,13 +55,21 @@ from .._streaming import LlmContext, ProviderResponse, StreamOptions
 from .._transcript import get_system_message_text
 from .._util import maybe_await
 from ._builder import AssistantMessageBuilder
+from ._request import client_error_text, send_with_retries
 
 __all__ = [
+    "FauxConnectionError",
+    "FauxHttpError",
     "FauxProvider",
+    "FauxRequest",
     "FauxResponse",
     "FauxResponseFactory",
     "FauxState",
+    "FauxStep",
     "faux_assistant_message",
+    "faux_connection_error",
+    "faux_http_error",
+    "faux_step",
     "faux_text",
     "faux_thinking",
     "faux_tool_call",
@@ -175,8 +185,95 @@ FauxResponseFactory: TypeAlias = Callable[
 """Builds a response at request time: ``(context, options, state, model) -> message``
 (a plain function or ``async def``)."""
 
-FauxResponse: TypeAlias = AssistantMessage | FauxResponseFactory
-"""One scripted step: a message, or a factory that builds it."""
+
+@attrs.frozen(kw_only=True)
+class FauxHttpError:
+    """A scripted HTTP error status (see :func:`faux_http_error`)."""
+
+    status: int
+    """The status code (>= 400)."""
+    body: str = ""
+    """The response body (JSON text or plain text)."""
+    headers: Mapping[str, str] = attrs.field(factory=dict)
+    """Response headers, e.g. ``{"retry-after": "2"}``."""
+
+
+@attrs.frozen(kw_only=True)
+class FauxConnectionError:
+    """A scripted connection failure (see :func:`faux_connection_error`)."""
+
+    message: str = "Connection refused"
+    """The transport error's message."""
+
+
+@attrs.frozen(kw_only=True)
+class FauxStep:
+    """A scripted step with options (see :func:`faux_step`)."""
+
+    response: AssistantMessage | FauxResponseFactory | FauxHttpError | FauxConnectionError
+    """What the step answers."""
+    delay: float = 0.0
+    """Seconds on Trio's clock before the response (its headers) arrives."""
+
+
+FauxResponse: TypeAlias = (
+    AssistantMessage | FauxResponseFactory | FauxStep | FauxHttpError | FauxConnectionError
+)
+"""One scripted step: a message, a factory that builds it, a scripted HTTP failure, or a
+:class:`FauxStep` wrapping one of them with options."""
+
+
+@attrs.frozen(kw_only=True)
+class FauxRequest:
+    """One request a :class:`FauxProvider` received (its :attr:`~FauxProvider.requests`)."""
+
+    model: Model
+    """The requested model."""
+    context: LlmContext
+    """The context sent (system prompt, messages, tools)."""
+    options: StreamOptions
+    """The request's options (``signal``, ``session_id``, ``max_retries``, ...)."""
+    attempt: int = 0
+    """0 for a call of the stream function, 1, 2, ... for its retries."""
+
+
+def faux_step(
+    response: AssistantMessage | FauxResponseFactory | FauxHttpError | FauxConnectionError,
+    *,
+    delay: float = 0.0,
+) -> FauxStep:
+    """A scripted step whose response arrives ``delay`` seconds (Trio's clock) after the
+    request, like a server's time to first byte. An abort ends the wait at once."""
+    return FauxStep(response=response, delay=delay)
+
+
+def faux_http_error(
+    status: int, body: str = "", *, headers: Mapping[str, str] | None = None
+) -> FauxHttpError:
+    """A scripted HTTP error response, handled like the HTTP providers handle one.
+
+    It goes through their request phase: retryable statuses (408, 409, 429, >= 500, or
+    as ``x-should-retry`` says) are retried ``options.max_retries`` times after the
+    delay ``retry-after-ms`` / ``retry-after`` ask for (or backoff), each retry being a
+    new request answered by the next scripted step; a requested delay above
+    ``options.max_retry_delay_ms`` fails at once. The final failure is one ``error``
+    event worded as the OpenAI client words it: ``429 Rate limited`` for the body
+    ``{"error": {"message": "Rate limited"}}``, ``503 status code (no body)``.
+
+    Args:
+        status: The HTTP status (>= 400).
+        body: The body (JSON text or plain text).
+        headers: Response headers, e.g. ``{"retry-after": "2"}``.
+    """
+    if status < 400:
+        raise ValueError(f"an HTTP error status is >= 400, not {status}")
+    return FauxHttpError(status=status, body=body, headers=dict(headers or {}))
+
+
+def faux_connection_error(message: str = "Connection refused") -> FauxConnectionError:
+    """A scripted connection failure: retried like an HTTP provider's (``max_retries``,
+    backoff), finally one ``error`` event ``Connection error.: <message>``."""
+    return FauxConnectionError(message=message)
 
 
 class FauxProvider:
@@ -226,6 +323,9 @@ class FauxProvider:
         """The served models; :meth:`get_model` picks one."""
         self.state = FauxState()
         """Call counter (also passed to response factories)."""
+        self.requests: list[FauxRequest] = []
+        """Every request received, oldest first: one per call of :attr:`stream_fn`, and
+        one per retry of a scripted HTTP failure."""
         self.tokens_per_second = (
             tokens_per_second if tokens_per_second is not None and tokens_per_second > 0 else None
         )
@@ -288,6 +388,35 @@ class FauxProvider:
         """How many scripted responses are still queued."""
         return len(self._queue)
 
+    # -- request log ----------------------------------------------------------------
+
+    def assert_complete(self) -> None:
+        """Assert that every scripted step was used.
+
+        Raises:
+            AssertionError: ``<n> scripted faux step(s) left over after <m> request(s):
+                <the steps>`` when the queue is not empty.
+        """
+        if not self._queue:
+            return
+        left = len(self._queue)
+        shown = ", ".join(_describe_step(step) for step in list(self._queue)[:3])
+        more = ", ..." if left > 3 else ""
+        raise AssertionError(
+            f"{left} scripted faux step{'s' if left != 1 else ''} left over after "
+            f"{len(self.requests)} request{'s' if len(self.requests) != 1 else ''}: "
+            f"{shown}{more}"
+        )
+
+    def _take(
+        self, model: Model, context: LlmContext, options: StreamOptions, attempt: int
+    ) -> FauxResponse | None:
+        # One request received: logged, and answered by the next step (None: none left).
+        self.requests.append(
+            FauxRequest(model=model, context=context, options=options, attempt=attempt)
+        )
+        return self._queue.popleft() if self._queue else None
+
     # -- streaming ------------------------------------------------------------------
 
     async def stream_fn(
@@ -298,19 +427,25 @@ class FauxProvider:
     ) -> AsyncGenerator[AssistantMessageEvent, None]:
         """Stream the next scripted response (a :data:`~trio_agent.StreamFn`).
 
-        When iteration starts, the next response is taken from the queue and
-        ``state.call_count`` is incremented; ``options.on_response`` then sees a
-        ``200`` response; a factory is called. Events follow the module's description.
-        Failures are in-band, as for every stream function: an empty queue gives a single
-        ``error`` event ``No more faux responses queued``; a factory (or hook) that raises
-        gives a single ``error`` event with its message.
+        When iteration starts, the request is logged in :attr:`requests`, the next step
+        is taken from the queue and ``state.call_count`` is incremented. A step's
+        ``delay`` (:func:`faux_step`) passes on Trio's clock before the response.
+        Scripted HTTP failures (:func:`faux_http_error`, :func:`faux_connection_error`)
+        go through the providers' request phase with its retries: each retry is a new
+        request answered by the next step, with the ``retry-after`` /
+        ``max_retry_delay_ms`` rules and backoff of the HTTP providers. Then
+        ``options.on_response`` sees a ``200`` response and a factory is called. Events
+        follow the module's description. Failures are in-band, as for every stream
+        function: an empty queue gives a single ``error`` event ``No more faux responses
+        queued``; an HTTP failure, a factory (or hook) that raises gives a single
+        ``error`` event with its message.
 
         Abort: ``options.signal`` is checked before ``start`` (then the stream is one
         ``error`` event, ``stop_reason`` ``"aborted"``, ``error_message``
         ``"Request was aborted"``), before each block and before each chunk (then the
         ``error`` event carries the partial content; the open block gets no ``*_end``).
-        An abort during a paced wait ends the wait at once. Cancellation of the
-        consumer's scope propagates ``trio.Cancelled``.
+        An abort during a delay, a retry wait or a paced wait ends it at once.
+        Cancellation of the consumer's scope propagates ``trio.Cancelled``.
 
         Every event's ``partial`` is an immutable snapshot. The final message keeps the
         scripted ``timestamp`` and gets ``duration_ms`` measured on Trio's clock.
@@ -318,98 +453,95 @@ class FauxProvider:
         await trio.lowlevel.checkpoint()
         options = options if options is not None else StreamOptions()
         builder = AssistantMessageBuilder(api=self.api, provider=self.provider, model=model.id)
-        step = self._queue.popleft() if self._queue else None
+        step = self._take(model, context, options, 0)
         self.state.call_count += 1
-
-        # Setup failures (hook, empty queue, factory) end the stream with a lone `error`.
+        # The one exit for every abort and failure: the steps raise, this ends the stream
+        # with the aborted outcome or the error (partial content kept by the builder).
         try:
-            if options.on_response is not None:
-                response = ProviderResponse(status=200, headers={})
-                await maybe_await(options.on_response(response, model))
-            if step is None:
-                builder.usage = self._estimate_usage([], context, options)
-                message = None
-            else:
-                message = await self._resolve(step, context, options, model)
-        except Exception as exc:
+            async with aclosing(self._events(builder, step, model, context, options)) as events:
+                async for event in events:
+                    yield event
+        except _Aborted:
+            yield builder.aborted()
+        except Exception as exc:  # a failure, a bug or an unserializable argument: in-band
             yield builder.error(_error_text(exc))
-            return
-        if message is None:
-            yield builder.error(NO_MORE_RESPONSES)
-            return
+
+    async def _events(
+        self,
+        builder: AssistantMessageBuilder,
+        step: FauxResponse | None,
+        model: Model,
+        context: LlmContext,
+        options: StreamOptions,
+    ) -> AsyncGenerator[AssistantMessageEvent, None]:
+        signal = options.signal
+        with open_abort_scope(signal) as scope:
+            response = await self._receive(step, model, context, options)
+        if scope.cancelled_caught:
+            raise _Aborted
+        if options.on_response is not None:
+            await maybe_await(options.on_response(ProviderResponse(status=200, headers={}), model))
+        if response is None:
+            builder.usage = self._estimate_usage([], context, options)
+            raise _NoMoreResponses(NO_MORE_RESPONSES)
+        message = await self._resolve(response, context, options, model)
 
         # As upstream, the partial is the scripted message with its content still empty.
         builder.usage = message.usage
         builder.response_id = message.response_id
         builder.response_model = message.response_model
         builder.timestamp = message.timestamp
-        signal = options.signal
-        if _aborted(signal):
-            yield builder.aborted()
-            return
-
+        _check(signal)
         pacer = _Pacer(self.tokens_per_second)
-        try:
-            yield builder.start()
-            for block in message.content:
-                if _aborted(signal):
-                    yield builder.aborted()
-                    return
-                if isinstance(block, ThinkingContent):
-                    index, thinking_start = builder.start_thinking(redacted=block.redacted)
-                    yield thinking_start
-                    for chunk in self._split(block.thinking):
-                        if await pacer.wait(chunk, signal):
-                            yield builder.aborted()
-                            return
-                        yield builder.thinking_delta(index, chunk)
-                    yield builder.end_thinking(
-                        index, thinking=block.thinking, signature=block.thinking_signature
-                    )
-                elif isinstance(block, TextContent):
-                    index, text_start = builder.start_text()
-                    yield text_start
-                    for chunk in self._split(block.text):
-                        if await pacer.wait(chunk, signal):
-                            yield builder.aborted()
-                            return
-                        yield builder.text_delta(index, chunk)
-                    yield builder.end_text(
-                        index, text=block.text, text_signature=block.text_signature
-                    )
-                else:
-                    index, call_start = builder.start_tool_call(id=block.id, name=block.name)
-                    yield call_start
-                    for chunk in self._split(_compact_json(block.arguments)):
-                        if await pacer.wait(chunk, signal):
-                            yield builder.aborted()
-                            return
-                        yield builder.tool_call_delta(index, chunk)
-                    if block.thought_signature is not None:
-                        builder.update_tool_call(index, thought_signature=block.thought_signature)
-                    call_end = builder.end_tool_call(index, arguments=block.arguments)
-                    if block.arguments_error is not None:
-                        # The builder clears the error when given arguments; a scripted
-                        # call that carries one is replayed verbatim.
-                        builder.update_tool_call(index, arguments_error=block.arguments_error)
-                        call_end = attrs.evolve(
-                            call_end, tool_call=block, partial=builder.snapshot()
-                        )
-                    yield call_end
+        yield builder.start()
+        for block in message.content:
+            _check(signal)
+            index, start, text, delta = _open_block(builder, block)
+            yield start
+            for chunk in self._split(text):
+                if await pacer.wait(chunk, signal):
+                    raise _Aborted
+                yield delta(index, chunk)
+            yield _close_block(builder, index, block)
 
-            stop = message.stop_reason
-            if stop == "pending":
-                yield builder.error(MISSING_STOP_REASON)
-            elif stop == "error" or stop == "aborted":
-                default = "Request was aborted" if stop == "aborted" else "Unknown error"
-                yield builder.error(message.error_message or default, aborted=stop == "aborted")
-            else:
-                yield builder.done(stop)
-        except Exception as exc:  # a bug or an unserializable argument: still in-band
-            yield builder.error(_error_text(exc))
+        stop = message.stop_reason
+        if stop == "pending":
+            yield builder.error(MISSING_STOP_REASON)
+        elif stop == "error" or stop == "aborted":
+            default = "Request was aborted" if stop == "aborted" else "Unknown error"
+            yield builder.error(message.error_message or default, aborted=stop == "aborted")
+        else:
+            yield builder.done(stop)
+
+    async def _receive(
+        self, step: FauxResponse | None, model: Model, context: LlmContext, options: StreamOptions
+    ) -> AssistantMessage | FauxResponseFactory | None:
+        """The request phase: the step's delay, and scripted HTTP failures through the
+        providers' retry loop. Returns the step that answers with a stream."""
+        delay, response = _unwrap(step)
+        if not isinstance(response, FauxHttpError | FauxConnectionError):
+            if delay:
+                await trio.sleep(delay)
+            return response
+        transport = _ScriptTransport(self, step, model, context, options)
+        async with httpx.AsyncClient(transport=transport) as client:
+            request = client.build_request("POST", f"{model.base_url}/faux")
+            answer = await send_with_retries(
+                client,
+                request,
+                options=options,
+                model=model,
+                format_http_error=client_error_text,
+            )
+            await answer.aclose()
+        return transport.answer
 
     async def _resolve(
-        self, step: FauxResponse, context: LlmContext, options: StreamOptions, model: Model
+        self,
+        step: AssistantMessage | FauxResponseFactory,
+        context: LlmContext,
+        options: StreamOptions,
+        model: Model,
     ) -> AssistantMessage:
         if isinstance(step, AssistantMessage):
             message = step
@@ -477,6 +609,122 @@ class FauxProvider:
             cache_write=cache_write,
             total_tokens=input_tokens + output + cache_read + cache_write,
         )
+
+
+class _Aborted(Exception):
+    """Raised inside the stream when ``options.signal`` is found aborted."""
+
+
+class _NoMoreResponses(Exception):
+    """The queue was empty when a request (or a retry) arrived."""
+
+
+def _check(signal: AbortSignal | None) -> None:
+    if _aborted(signal):
+        raise _Aborted
+
+
+def _unwrap(
+    step: FauxResponse | None,
+) -> tuple[
+    float, AssistantMessage | FauxResponseFactory | FauxHttpError | FauxConnectionError | None
+]:
+    if isinstance(step, FauxStep):
+        return step.delay, step.response
+    return 0.0, step
+
+
+def _describe_step(step: FauxResponse) -> str:
+    delay, response = _unwrap(step)
+    if isinstance(response, AssistantMessage):
+        text = repr(_assistant_text(response.content))
+        shown = f"message {text[:40] + '...' if len(text) > 40 else text} ({response.stop_reason})"
+    elif isinstance(response, FauxHttpError):
+        shown = f"HTTP {response.status}"
+    elif isinstance(response, FauxConnectionError):
+        shown = f"connection error {response.message!r}"
+    else:
+        shown = f"factory {getattr(response, '__qualname__', repr(response))}"
+    return f"{shown} after {delay} s" if delay else shown
+
+
+_DeltaFn: TypeAlias = Callable[[int, str], AssistantMessageEvent]
+
+
+def _open_block(
+    builder: AssistantMessageBuilder, block: AssistantContent
+) -> tuple[int, AssistantMessageEvent, str, _DeltaFn]:
+    """Start ``block``: its index, start event, streamed text and delta event maker."""
+    if isinstance(block, ThinkingContent):
+        index, thinking_start = builder.start_thinking(redacted=block.redacted)
+        return index, thinking_start, block.thinking, builder.thinking_delta
+    if isinstance(block, TextContent):
+        index, text_start = builder.start_text()
+        return index, text_start, block.text, builder.text_delta
+    index, call_start = builder.start_tool_call(id=block.id, name=block.name)
+    return index, call_start, _compact_json(block.arguments), builder.tool_call_delta
+
+
+def _close_block(
+    builder: AssistantMessageBuilder, index: int, block: AssistantContent
+) -> AssistantMessageEvent:
+    """The end event of ``block``, with the scripted signatures and argument errors."""
+    if isinstance(block, ThinkingContent):
+        return builder.end_thinking(
+            index, thinking=block.thinking, signature=block.thinking_signature
+        )
+    if isinstance(block, TextContent):
+        return builder.end_text(index, text=block.text, text_signature=block.text_signature)
+    if block.thought_signature is not None:
+        builder.update_tool_call(index, thought_signature=block.thought_signature)
+    call_end = builder.end_tool_call(index, arguments=block.arguments)
+    if block.arguments_error is None:
+        return call_end
+    # The builder clears the error when given arguments; a scripted call that carries
+    # one is replayed verbatim.
+    builder.update_tool_call(index, arguments_error=block.arguments_error)
+    return attrs.evolve(call_end, tool_call=block, partial=builder.snapshot())
+
+
+class _ScriptTransport(httpx.AsyncBaseTransport):
+    """Answers the attempts of one request phase with scripted steps: the first with the
+    step already taken, each retry with the next one from the queue (a new request)."""
+
+    def __init__(
+        self,
+        provider: FauxProvider,
+        step: FauxResponse | None,
+        model: Model,
+        context: LlmContext,
+        options: StreamOptions,
+    ) -> None:
+        self._provider = provider
+        self._step = step
+        self._request = (model, context, options)
+        self._attempt = 0
+        self.answer: AssistantMessage | FauxResponseFactory | None = None
+        """The step that answered with a stream (after the failures)."""
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if self._attempt:
+            model, context, options = self._request
+            self._step = self._provider._take(model, context, options, self._attempt)
+        self._attempt += 1
+        delay, response = _unwrap(self._step)
+        if delay:
+            await trio.sleep(delay)
+        else:
+            await trio.lowlevel.checkpoint()
+        if response is None:
+            raise _NoMoreResponses(NO_MORE_RESPONSES)
+        if isinstance(response, FauxConnectionError):
+            raise httpx.ConnectError(response.message, request=request)
+        if isinstance(response, FauxHttpError):
+            return httpx.Response(
+                response.status, headers=response.headers, content=response.body.encode()
+            )
+        self.answer = response
+        return httpx.Response(200, headers={"content-type": "text/event-stream"})
 
 
 class _Pacer:

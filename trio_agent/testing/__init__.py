@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 # --- faux re-exports, recorder, assertions ---------------------------------------------
+from ..models._faux import FauxConnectionError as FauxConnectionError
+from ..models._faux import FauxHttpError as FauxHttpError
 from ..models._faux import FauxProvider as FauxProvider
+from ..models._faux import FauxRequest as FauxRequest
 from ..models._faux import FauxState as FauxState
+from ..models._faux import FauxStep as FauxStep
 from ..models._faux import faux_assistant_message as faux_assistant_message
+from ..models._faux import faux_connection_error as faux_connection_error
+from ..models._faux import faux_http_error as faux_http_error
+from ..models._faux import faux_step as faux_step
 from ..models._faux import faux_text as faux_text
 from ..models._faux import faux_thinking as faux_thinking
 from ..models._faux import faux_tool_call as faux_tool_call
@@ -26,8 +33,9 @@ from ._faults import raise_at as raise_at
 
 
 def _fixup() -> None:
-    # The names of this package's own modules; the faux names that trio_agent.models
-    # re-exports already report ``trio_agent.models``.
+    # The names still reporting a private module: this package's own, and the faux
+    # helpers that only this namespace exports (trio_agent.models re-exports the others,
+    # which already report it).
     from .._util import fixup_module_metadata
 
     fixup_module_metadata(
@@ -35,7 +43,9 @@ def _fixup() -> None:
         {
             name: value
             for name, value in globals().items()
-            if getattr(value, "__module__", "").startswith(f"{__name__}._")
+            if getattr(value, "__module__", "").startswith(
+                ("trio_agent.testing._", "trio_agent.models._")
+            )
         },
     )
 
