@@ -49,7 +49,7 @@ class _Unreportable(Model):
     __slots__ = ()
 
     @property
-    def api(self) -> str:  # type: ignore[override]
+    def api(self) -> str:
         raise RuntimeError("no api")
 
     @api.setter
@@ -243,7 +243,7 @@ async def test_a_listener_error_keeps_its_cause(autojump_clock: trio.testing.Moc
     def listener(event: AgentEvent) -> None:
         if event.type == "agent_end":
             try:
-                {}["missing"]
+                {"present": 1}["missing"]
             except KeyError as exc:
                 raise RuntimeError("lookup failed") from exc
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import pytest
 
 from trio_agent import (
@@ -55,7 +56,9 @@ MESSAGE = (
 async def test_prompt_refuses_a_message_with_a_wrong_field_and_commits_nothing() -> None:
     agent = make_agent()
     with pytest.raises(TypeError) as info:
-        await agent.prompt(UserMessage(content=123))  # type: ignore[arg-type]  # the bad input
+        with attrs.validators.disabled():  # built past its own check, as cattrs could
+            bad = UserMessage(content=123)  # type: ignore[arg-type]  # the bad input
+        await agent.prompt(bad)
     assert str(info.value) == (
         "prompt(): UserMessage.content must be a str or a list of TextContent or "
         "ImageContent, got 123"
@@ -67,8 +70,10 @@ async def test_prompt_refuses_a_message_with_a_wrong_field_and_commits_nothing()
 
 async def test_prompt_refuses_a_dict_block() -> None:
     agent = make_agent()
+    with attrs.validators.disabled():  # past the constructor's check
+        bad = UserMessage(content=[{"type": "text", "text": "x"}])  # type: ignore[list-item]
     with pytest.raises(TypeError) as info:
-        await agent.prompt(UserMessage(content=[{"type": "text", "text": "x"}]))  # type: ignore[list-item]
+        await agent.prompt(bad)
     assert str(info.value) == (
         "prompt(): UserMessage.content[0] must be a TextContent or an ImageContent, got "
         "{'type': 'text', 'text': 'x'}"

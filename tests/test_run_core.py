@@ -431,7 +431,7 @@ async def test_agent_request_options_reach_every_request() -> None:
         3,
         {"x-trace": "1"},
     )
-    assert options.reasoning == "off"  # "off" stays "off" until the provider boundary
+    assert options.reasoning is None  # "off" is no level: the stream function gets None
     agent.max_retries = 5  # attributes are read when a run starts
     faux.set_responses([faux_assistant_message("again")])
     await agent.prompt("again")

@@ -14,15 +14,23 @@ transcript helpers (their private modules are imported to avoid an import cycle)
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
 
 import attrs
 import trio
 
 from ._abort import AbortController, AbortSignal
-from ._checks import check_message, check_messages, check_tools, prompt_messages
+from ._checks import (
+    check_callable,
+    check_message,
+    check_messages,
+    check_model,
+    check_thinking_level,
+    check_tools,
+    prompt_messages,
+)
 from ._events import AgentEvent
 from ._exceptions import AgentBusyError, AgentError, NothingToContinueError
 from ._hooks import AgentContext, AgentTurnContext, PrepareRequestContext
@@ -42,6 +50,7 @@ from ._streaming import (
     StreamFn,
     StreamOptions,
     Transport,
+    check_request_option,
     get_default_stream_fn,
 )
 from ._tools import AgentTool
@@ -72,6 +81,18 @@ _PROMPT_BUSY = (
 )
 _CONTINUE_BUSY = "Agent is already processing. Wait for completion before continuing."
 _RESET_BUSY = "Agent is already processing. Wait for completion before resetting."
+_T = TypeVar("_T")
+
+_ABORT_FROM_THREAD = (
+    "Agent.abort() was called from another thread; in a thread started by Trio use "
+    "trio.from_thread.run_sync(agent.abort), from any other thread "
+    "trio.from_thread.run_sync(agent.abort, trio_token=token) with the token of the "
+    "agent's Trio run (trio.lowlevel.current_trio_token())"
+)
+_NOT_UNDER_TRIO = (
+    "Agent.{}() must run under Trio: call it from trio.run(...), not asyncio "
+    "(trio_agent is Trio-native)"
+)
 _WAIT_FOR_ITSELF = (
     "wait_for_idle() called from inside the active run (a listener, hook or tool); "
     "it would wait for itself"
@@ -103,9 +124,11 @@ class AgentInitialState:
 
     system_prompt: str | None = None
     """The base system prompt; ``None`` means none."""
-    model: Model | None = None
-    """The model of the agent's runs; ``None`` leaves a placeholder (id ``"unknown"``) to
-    replace through ``agent.state.model`` before the first run."""
+    model: Model | str | None = None
+    """The model of the agent's runs: a :class:`~trio_agent.Model`, or a
+    ``"provider/model-id"`` string of the built-in catalogue (``"openai/gpt-4o-mini"``);
+    ``None`` leaves a placeholder (id ``"unknown"``) to replace through
+    ``agent.state.model`` before the first run."""
     thinking_level: ThinkingLevel = "off"
     """The requested reasoning effort of the runs (default ``"off"``)."""
     tools: Sequence[AgentTool] | None = None
@@ -129,10 +152,8 @@ class AgentState:
         tools: list[AgentTool],
         messages: list[AgentMessage],
     ) -> None:
-        self.model: Model = model
-        """The model of future runs."""
-        self.thinking_level: ThinkingLevel = thinking_level
-        """The thinking level of future runs."""
+        self._model = model
+        self._thinking_level: ThinkingLevel = thinking_level
         self._tools = tools
         self._messages = messages
         self._is_streaming = False
@@ -147,6 +168,34 @@ class AgentState:
         Read-only: append a :class:`~trio_agent.SystemMessage` to change it.
         """
         return get_current_system_prompt(self._messages)
+
+    @property
+    def model(self) -> Model:
+        """The model of future runs. Assign a :class:`~trio_agent.Model` or a
+        ``"provider/model-id"`` string of the built-in catalogue.
+
+        Raises:
+            TypeError: on assignment, neither a ``Model`` nor a string.
+            ValueError: on assignment, a string that names no known model.
+        """
+        return self._model
+
+    @model.setter
+    def model(self, model: Model | str) -> None:
+        self._model = check_model(model, "state.model")
+
+    @property
+    def thinking_level(self) -> ThinkingLevel:
+        """The thinking level of future runs.
+
+        Raises:
+            ValueError: on assignment, not a :data:`~trio_agent.ThinkingLevel`.
+        """
+        return self._thinking_level
+
+    @thinking_level.setter
+    def thinking_level(self, level: ThinkingLevel) -> None:
+        self._thinking_level = check_thinking_level(level, "state.thinking_level")
 
     @property
     def tools(self) -> list[AgentTool]:
@@ -192,7 +241,7 @@ class AgentState:
 
     def __repr__(self) -> str:
         return (
-            f"<AgentState model={self.model.id!r} messages={len(self._messages)} "
+            f"<AgentState model={self._model.id!r} messages={len(self._messages)} "
             f"tools={len(self._tools)} is_streaming={self._is_streaming}>"
         )
 
@@ -287,6 +336,14 @@ class _ActiveRun:
     skip_initial_steering_poll: bool
     task: trio.lowlevel.Task
     """The task running the run (listeners and hooks run in it, tools in its children)."""
+    token: trio.lowlevel.TrioToken = attrs.field(factory=trio.lowlevel.current_trio_token)
+
+    def in_its_thread(self) -> bool:
+        """True in the thread of the run's Trio run (``abort()`` must be called there)."""
+        try:
+            return trio.lowlevel.current_trio_token() is self.token
+        except RuntimeError:
+            return False
 
     def contains_current_task(self) -> bool:
         task: trio.lowlevel.Task | None = trio.lowlevel.current_task()
@@ -353,6 +410,38 @@ async def _settle(value: Awaitable[Any], cancelled: list[trio.Cancelled]) -> Non
         cancelled.append(exc)
 
 
+class _RequestOption(Generic[_T]):
+    """An :class:`Agent` attribute kept in the agent's one :class:`StreamOptions`; an
+    assignment is checked like the constructor's argument and changes nothing if refused."""
+
+    def __init__(self, doc: str) -> None:
+        self.__doc__ = doc
+
+    def __set_name__(self, owner: type[Any], name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, agent: None, owner: type[Any]) -> _RequestOption[_T]: ...
+    @overload
+    def __get__(self, agent: Agent, owner: type[Any]) -> _T: ...
+    def __get__(self, agent: Agent | None, owner: type[Any]) -> _T | _RequestOption[_T]:
+        if agent is None:
+            return self
+        value: _T = getattr(agent._options, self.name)
+        return value
+
+    def __set__(self, agent: Agent, value: _T) -> None:
+        if self.name in _CHECKED_OPTIONS:
+            check_request_option("Agent.", self.name, value)
+        elif self.name.startswith("on_"):
+            check_callable(value, "Agent.", self.name)
+        changes: dict[str, Any] = {self.name: value}
+        agent._options = attrs.evolve(agent._options, **changes)
+
+
+_CHECKED_OPTIONS = frozenset({"max_retry_delay_ms", "max_retries", "max_tokens", "temperature"})
+
+
 class Agent:
     """A stateful agent: owns the transcript, tools, queues and listeners; one run at a time.
 
@@ -390,7 +479,51 @@ class Agent:
         max_retries: int | None = None,
         headers: dict[str, str | None] | None = None,
     ) -> None:
+        if initial_state is not None and not isinstance(initial_state, AgentInitialState):
+            raise TypeError(
+                "Agent(): initial_state must be an AgentInitialState or None, got "
+                f"{initial_state!r}"
+            )
+        hooks = {
+            "stream_fn": stream_fn,
+            "convert_to_llm": convert_to_llm,
+            "transform_context": transform_context,
+            "get_api_key": get_api_key,
+            "on_payload": on_payload,
+            "on_response": on_response,
+            "on_provider_stream_event": on_provider_stream_event,
+            "before_tool_call": before_tool_call,
+            "after_tool_call": after_tool_call,
+            "finish_turn": finish_turn,
+            "prepare_request": prepare_request,
+            "prepare_next_turn": prepare_next_turn,
+            "prepare_next_turn_with_context": prepare_next_turn_with_context,
+        }
+        for name, hook in hooks.items():
+            check_callable(hook, "Agent(): ", name)
+        if tool_execution not in ("sequential", "parallel"):
+            raise ValueError(
+                f"tool_execution must be 'sequential' or 'parallel', not {tool_execution!r}"
+            )
+        if transport not in ("sse", "websocket", "auto"):
+            raise ValueError(f"transport must be 'sse', 'websocket' or 'auto', not {transport!r}")
+        requested = {
+            "max_retry_delay_ms": max_retry_delay_ms,
+            "max_retries": max_retries,
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+        }
+        for name, value in requested.items():
+            check_request_option("Agent(): ", name, value)
         initial = initial_state or AgentInitialState()
+        model = (
+            check_model(initial.model, "AgentInitialState.model")
+            if initial.model is not None
+            else _placeholder_model()
+        )
+        thinking_level = check_thinking_level(
+            initial.thinking_level, "AgentInitialState.thinking_level"
+        )
         tools = check_tools(initial.tools or [], "AgentInitialState.tools")
         messages = check_messages(initial.messages or [], "AgentInitialState.messages")
         if not messages or messages[0].role != "system":
@@ -400,50 +533,80 @@ class Agent:
             if system is not None:
                 messages.insert(0, system)
         self._state = AgentState(
-            model=initial.model if initial.model is not None else _placeholder_model(),
-            thinking_level=initial.thinking_level,
-            tools=tools,
-            messages=messages,
+            model=model, thinking_level=thinking_level, tools=tools, messages=messages
         )
         self.stream_fn: StreamFn = stream_fn if stream_fn is not None else get_default_stream_fn()
         """The stream function of future runs."""
         self.convert_to_llm = convert_to_llm
         self.transform_context = transform_context
         self.get_api_key = get_api_key
-        self.on_payload = on_payload
-        self.on_response = on_response
-        self.on_provider_stream_event = on_provider_stream_event
         self.before_tool_call = before_tool_call
         self.after_tool_call = after_tool_call
         self.finish_turn = finish_turn
         self.prepare_request = prepare_request
         self.prepare_next_turn = prepare_next_turn
         self.prepare_next_turn_with_context = prepare_next_turn_with_context
-        self.session_id = session_id
-        self.thinking_budgets = thinking_budgets
-        self.transport: Transport = transport
-        self.max_retry_delay_ms = max_retry_delay_ms
-        self.temperature = temperature
-        """Sampling temperature of every request (``None``: the provider's default)."""
-        self.max_tokens = max_tokens
-        """Output token limit of every request (``None``: the model's)."""
-        self.max_retries = max_retries
-        """Retries of a failed request phase, e.g. on a 429 (``None``: the provider's
-        default, 0)."""
-        self.headers = headers
-        """Extra request headers, merged last; a ``None`` value deletes a default header."""
+        # The request options live in one StreamOptions; each run's derives from it.
+        self._options = StreamOptions(
+            session_id=session_id,
+            transport=transport,
+            thinking_budgets=thinking_budgets,
+            headers=headers,
+            on_payload=on_payload,
+            on_response=on_response,
+            on_provider_stream_event=on_provider_stream_event,
+            max_retry_delay_ms=max_retry_delay_ms,
+            max_retries=max_retries,
+            max_tokens=max_tokens,
+            temperature=temperature,
+        )
         self.tool_execution: ToolExecutionMode = tool_execution
-        if tool_execution not in ("sequential", "parallel"):
-            raise ValueError(
-                f"tool_execution must be 'sequential' or 'parallel', not {tool_execution!r}"
-            )
-        if transport not in ("sse", "websocket", "auto"):
-            raise ValueError(f"transport must be 'sse', 'websocket' or 'auto', not {transport!r}")
         self._steering = _Queue(_check_mode(steering_mode))
         self._follow_up = _Queue(_check_mode(follow_up_mode))
         # Replaced, never changed in place: an event goes to the listeners of its start.
         self._listeners: tuple[_Listener, ...] = ()
         self._active: _ActiveRun | None = None
+
+    session_id: _RequestOption[str | None] = _RequestOption(
+        """Prompt-cache / session-affinity key of every request."""
+    )
+    transport: _RequestOption[Transport] = (
+        _RequestOption("""Transport preference (``"sse"``, ``"websocket"``,
+    ``"auto"``); the built-in providers stream over SSE.""")
+    )
+    thinking_budgets: _RequestOption[dict[str, int] | None] = (
+        _RequestOption("""Token budgets per thinking level for budget-based
+    APIs.""")
+    )
+    max_retry_delay_ms: _RequestOption[int | None] = (
+        _RequestOption("""Fail instead of sleeping when the server asks
+    for a longer retry delay (``None``: the provider's default).""")
+    )
+    max_retries: _RequestOption[int | None] = (
+        _RequestOption("""Retries of a failed request phase, e.g. on a 429
+    (``None``: the provider's default, 0). An int >= 0.""")
+    )
+    max_tokens: _RequestOption[int | None] = (
+        _RequestOption("""Output token limit of every request (``None`` or 0: the
+    model's). An int >= 0.""")
+    )
+    temperature: _RequestOption[float | None] = (
+        _RequestOption("""Sampling temperature of every request (``None``: the
+    provider's default). A finite number >= 0.""")
+    )
+    headers: _RequestOption[Mapping[str, str | None] | None] = (
+        _RequestOption("""Extra request headers, merged last; a ``None`` value
+    deletes a default header.""")
+    )
+    on_payload: _RequestOption[Callable[[dict[str, Any], Model], Any] | None] = _RequestOption(
+        """Sees each request body; may return a replacement."""
+    )
+    on_response: _RequestOption[Callable[[ProviderResponse, Model], Any] | None] = _RequestOption(
+        """Sees each response's status and headers."""
+    )
+    on_provider_stream_event: _RequestOption[Callable[[Any, Model], Any] | None] = _RequestOption(
+        """Sees every parsed provider event."""
+    )
 
     # -- state and listeners -----------------------------------------------------------
 
@@ -592,8 +755,11 @@ class Agent:
         Cancels whatever the run is awaiting (provider read, tool, hook) at once; the run
         then delivers its closing events and ``prompt()`` returns normally.
         """
-        if self._active is not None:
-            self._active.controller.abort(reason)
+        active = self._active
+        if active is not None:
+            if not active.in_its_thread():
+                raise AgentError(_ABORT_FROM_THREAD)
+            active.controller.abort(reason)
 
     async def wait_for_idle(self) -> None:
         """Block until the active run has fully settled (``agent_end`` listeners
@@ -646,6 +812,7 @@ class Agent:
                 error cannot be reported in-band), or raised again while the failure of
                 the run was being reported.
         """
+        _require_trio("prompt")
         if self._active is not None:
             raise AgentBusyError(_PROMPT_BUSY)
         messages = prompt_messages(input, images)
@@ -664,6 +831,7 @@ class Agent:
             Exception: a listener raised on ``agent_end``, or raised again while the
                 failure of the run was being reported (as for :meth:`prompt`).
         """
+        _require_trio("continue_")
         if self._active is not None:
             raise AgentBusyError(_CONTINUE_BUSY)
         messages = self._state.messages
@@ -728,19 +896,10 @@ class Agent:
         state = self._state
         return AgentLoopConfig(
             model=state.model,
-            stream_options=StreamOptions(
-                reasoning=state.thinking_level,
-                session_id=self.session_id,
-                transport=self.transport,
-                thinking_budgets=self.thinking_budgets,
-                max_retry_delay_ms=self.max_retry_delay_ms,
-                max_retries=self.max_retries,
-                max_tokens=self.max_tokens,
-                temperature=self.temperature,
-                headers=self.headers,
-                on_payload=self.on_payload,
-                on_response=self.on_response,
-                on_provider_stream_event=self.on_provider_stream_event,
+            # "off" is no level: a stream function receives None, as pi's does.
+            stream_options=attrs.evolve(
+                self._options,
+                reasoning=None if state.thinking_level == "off" else state.thinking_level,
             ),
             convert_to_llm=self.convert_to_llm,
             transform_context=self.transform_context,
@@ -819,6 +978,13 @@ class Agent:
                 message = event.message  # type: ignore[union-attr]
             if isinstance(message, AssistantMessage) and message.error_message:
                 state._error_message = message.error_message
+
+
+def _require_trio(method: str) -> None:
+    try:
+        trio.lowlevel.current_task()
+    except RuntimeError:
+        raise AgentError(_NOT_UNDER_TRIO.format(method)) from None
 
 
 def _check_mode(mode: QueueMode) -> QueueMode:

@@ -24,6 +24,7 @@ finding P7b), and :class:`~trio_agent.AgentTool` checks its ``name`` (F16).
 
 from __future__ import annotations
 
+import difflib
 import math
 import types
 import typing
@@ -37,8 +38,10 @@ from ._messages import (
     AgentMessage,
     AssistantMessage,
     ImageContent,
+    Model,
     SystemMessage,
     TextContent,
+    ThinkingLevel,
     ToolResultMessage,
     UserMessage,
     registered_message_types,
@@ -46,9 +49,12 @@ from ._messages import (
 from ._tools import AgentTool
 
 __all__ = [
+    "check_callable",
     "check_images",
     "check_message",
     "check_messages",
+    "check_model",
+    "check_thinking_level",
     "check_tools",
     "prompt_messages",
 ]
@@ -406,3 +412,58 @@ def _compile(tp: Any) -> _Predicate:
     if isinstance(tp, type):
         return lambda value: isinstance(value, tp)
     return lambda value: True
+
+
+def check_model(value: object, where: str) -> Model:
+    """Return ``value`` as a :class:`~trio_agent.Model`.
+
+    A ``"provider/model-id"`` string (the form the ``trio-agent`` program takes, e.g.
+    ``"openai/gpt-4o-mini"``) is looked up in the built-in catalogue.
+
+    Raises:
+        TypeError: neither a ``Model`` nor a string
+            (``state.model must be a Model or a 'provider/model-id' string, got None``).
+        ValueError: a string that names no model of the catalogue; the message lists the
+            closest names.
+    """
+    if isinstance(value, Model):
+        return value
+    if not isinstance(value, str):
+        raise TypeError(
+            f"{where} must be a Model or a 'provider/model-id' string, got {_show(value)}"
+        )
+    from .models._catalog import load_catalog  # the catalogue loads on first use only
+
+    catalog = load_catalog()
+    provider, _, model_id = value.partition("/")
+    model = catalog.get((provider, model_id))
+    if model is not None:
+        return model
+    names = [f"{provider}/{model_id}" for provider, model_id in catalog]
+    closest = difflib.get_close_matches(value, names, n=3, cutoff=0.4)
+    hint = f" (closest: {', '.join(map(repr, closest))})" if closest else ""
+    raise ValueError(
+        f"{where}: unknown model {value!r}; give a Model, or 'provider/model-id' from the "
+        f"built-in catalogue{hint}"
+    )
+
+
+def check_thinking_level(value: object, where: str) -> ThinkingLevel:
+    """Return ``value`` if it is a :data:`~trio_agent.ThinkingLevel`.
+
+    Raises:
+        ValueError: any other value (``state.thinking_level must be one of 'off', ...``).
+    """
+    levels: tuple[str, ...] = typing.get_args(ThinkingLevel)
+    if not isinstance(value, str) or value not in levels:
+        raise ValueError(
+            f"{where} must be one of {', '.join(map(repr, levels))}, got {_show(value)}"
+        )
+    return value  # type: ignore[return-value]  # one of the levels
+
+
+def check_callable(value: object, where: str, name: str) -> None:
+    """Raise ``TypeError`` (``Agent(): stream_fn must be callable, got 42``) unless
+    ``value`` is callable or ``None``."""
+    if value is not None and not callable(value):
+        raise TypeError(f"{where}{name} must be callable, got {_show(value)}")

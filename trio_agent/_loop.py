@@ -160,6 +160,11 @@ def default_convert_to_llm(messages: list[AgentMessage]) -> list[Message]:
     return [m for m in messages if isinstance(m, _LLM_TYPES)]
 
 
+def _check_model(model: object) -> None:
+    if not isinstance(model, Model):
+        raise TypeError(f"AgentLoopConfig.model must be a Model, got {model!r}")
+
+
 @attrs.frozen(kw_only=True)
 class AgentLoopConfig:
     """Everything a run needs besides the context. Hooks may be sync or ``async def``.
@@ -168,11 +173,11 @@ class AgentLoopConfig:
     :class:`~trio_agent.AbortSignal` (the loop makes one when the caller gives none).
     """
 
-    model: Model
+    model: Model = attrs.field(validator=lambda _, __, model: _check_model(model))
     """The initial model; ``prepare_request`` and ``prepare_next_turn`` may replace it."""
     stream_options: StreamOptions = attrs.field(factory=StreamOptions)
     """The options of every request: the loop fills in ``signal``, the thinking level of
-    the turn as ``reasoning`` (``"off"`` when off) and the key from ``get_api_key``, and
+    the turn as ``reasoning`` (``None`` when off) and the key from ``get_api_key``, and
     hands the rest to the stream function as given. ``reasoning`` is the run's initial
     thinking level."""
     convert_to_llm: Callable[[list[AgentMessage]], Any] = default_convert_to_llm
@@ -572,11 +577,17 @@ class _Run:
             api_key = await maybe_await(config.get_api_key(self.model.provider)) or api_key
         request = self._request
         if request is None or request[:2] != (api_key, self.thinking_level):
+            level = self.thinking_level
             options = attrs.evolve(
-                self.options, reasoning=self.thinking_level, api_key=api_key, signal=self.signal
+                self.options,
+                reasoning=None if level == "off" else level,  # "off" is no level, as in pi
+                api_key=api_key,
+                signal=self.signal,
             )
             self._request = request = (api_key, self.thinking_level, options)
         options = request[2]
+        if not isinstance(self.model, Model):  # a hook's replacement, say
+            raise TypeError(f"the run's model must be a Model, got {self.model!r}")
         stream_fn = self.stream_fn if self.stream_fn is not None else get_default_stream_fn()
         # No provider request after an abort, even when the hooks above never checkpointed.
         await trio.lowlevel.checkpoint_if_cancelled()
@@ -713,7 +724,9 @@ class _Run:
                 break
         # A failure reported in-band stays there; one the close could not finish
         # reporting leaves too, after the cause.
-        unreported = [failure] if failure is not None and not self.ended else []
+        unreported: list[BaseException] = (
+            [failure] if failure is not None and not self.ended else []
+        )
         if cause is not None and cause is not failure:
             unreported.insert(0, cause)
         errors[:0] = unreported
@@ -780,6 +793,8 @@ class _Run:
         text = str(error) or type(error).__name__
         if self.failure is None:
             model = self.config.model
+            if not isinstance(model, Model):  # past the config's check: report it anyway
+                model = _UNKNOWN_MODEL
             self.failure = AssistantMessage(
                 content=[TextContent(text="")],
                 api=model.api,
@@ -804,6 +819,19 @@ class _Run:
         if self.turn_open:
             await self.emit(TurnEndEvent(message=message, tool_results=[]))
         await self.emit(AgentEndEvent(messages=[message]))
+
+
+_UNKNOWN_MODEL = Model(
+    id="unknown",
+    name="unknown",
+    api="unknown",
+    provider="unknown",
+    base_url="",
+    reasoning=False,
+    input=[],
+    context_window=0,
+    max_tokens=0,
+)
 
 
 def _describe(error: BaseException) -> str:

@@ -364,11 +364,30 @@ class SystemMessage:
     (see :class:`~trio_agent.serialization.WireExtras`)."""
 
 
+def _check_user_content(instance: Any, attribute: Any, value: Any) -> None:
+    # Cheap (a user message is never built per streamed delta); the deep check of each
+    # block's fields stays at the entry points (trio_agent._checks).
+    if isinstance(value, str) or (
+        isinstance(value, list)
+        and all(isinstance(block, TextContent | ImageContent) for block in value)
+    ):
+        return
+    raise TypeError(
+        "UserMessage.content must be a str or a list of TextContent or ImageContent, "
+        f"got {value!r}"[:400]
+    )
+
+
 @attrs.frozen(kw_only=True)
 class UserMessage:
-    """Input from the user."""
+    """Input from the user.
 
-    content: str | list[UserContent]
+    Raises:
+        TypeError: ``content`` is neither a ``str`` nor a list of
+            :class:`TextContent` and :class:`ImageContent`.
+    """
+
+    content: str | list[UserContent] = attrs.field(validator=_check_user_content)
     """The text, or a list of text and image blocks."""
     timestamp: int = attrs.field(factory=now_ms)
     """Creation time in Unix milliseconds."""

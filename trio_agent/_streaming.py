@@ -11,6 +11,7 @@ the consumer closes it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, Literal, TypeAlias
 
@@ -57,6 +58,44 @@ class ProviderResponse:
     """The response headers, with lower-case names."""
 
 
+# The request options a user sets by hand, each with what it must be. Checked where the
+# value enters: StreamOptions (so attrs.evolve too), the Agent's constructor and setters.
+_OPTION_RULES: dict[str, tuple[str, Callable[[Any], bool], Callable[[Any], bool]]] = {
+    "max_retries": ("an int >= 0 or None", lambda v: type(v) is int, lambda v: v >= 0),
+    "max_retry_delay_ms": ("an int >= 0 or None", lambda v: type(v) is int, lambda v: v >= 0),
+    "max_tokens": ("an int >= 0 or None", lambda v: type(v) is int, lambda v: v >= 0),
+    "temperature": (
+        "a finite number >= 0 or None",
+        lambda v: type(v) in (int, float),
+        lambda v: math.isfinite(v) and v >= 0,
+    ),
+}
+
+
+def check_request_option(where: str, name: str, value: Any) -> None:
+    """Raise if ``value`` is not what request option ``name`` must be.
+
+    Args:
+        where: Prefix of the message: ``"StreamOptions: "``, ``"Agent(): "``, ``"Agent."``.
+        name: ``max_retries``, ``max_retry_delay_ms``, ``max_tokens`` or ``temperature``.
+
+    Raises:
+        TypeError: the wrong type (``bool`` is not a number here).
+        ValueError: out of range (negative, NaN or infinite).
+    """
+    if value is None:
+        return
+    text, type_ok, value_ok = _OPTION_RULES[name]
+    if not type_ok(value):
+        raise TypeError(f"{where}{name} must be {text}, got {value!r}")
+    if not value_ok(value):
+        raise ValueError(f"{where}{name} must be {text}, got {value!r}")
+
+
+def _checked_option(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    check_request_option("StreamOptions: ", attribute.name, value)
+
+
 @attrs.frozen(kw_only=True)
 class StreamOptions:
     """Options of one provider request. Every hook may be a plain function or ``async def``."""
@@ -74,14 +113,14 @@ class StreamOptions:
     stream over SSE and ignore it."""
     thinking_budgets: dict[str, int] | None = None
     """Token budgets per thinking level for budget-based APIs."""
-    max_retry_delay_ms: int | None = None
+    max_retry_delay_ms: int | None = attrs.field(default=None, validator=_checked_option)
     """Fail instead of sleeping when the server asks for a longer retry delay (default
     60000; 0 disables the cap)."""
-    max_retries: int | None = None
+    max_retries: int | None = attrs.field(default=None, validator=_checked_option)
     """Retries of the request phase (default 0)."""
-    max_tokens: int | None = None
+    max_tokens: int | None = attrs.field(default=None, validator=_checked_option)
     """Output token limit of the request; ``None`` uses the model's ``max_tokens``."""
-    temperature: float | None = None
+    temperature: float | None = attrs.field(default=None, validator=_checked_option)
     """Sampling temperature; ``None`` leaves the provider's default."""
     headers: Mapping[str, str | None] | None = None
     """Extra headers, merged last; ``None`` deletes a default header."""
