@@ -6,6 +6,7 @@ and the value, never ``UnicodeDecodeError`` or ``RecursionError``; what
 from __future__ import annotations
 
 import io
+import time
 from pathlib import Path
 from typing import Any
 
@@ -137,7 +138,9 @@ def test_a_dict_is_not_a_message() -> None:
 
 
 def test_a_message_with_a_wrong_field_type_is_refused() -> None:
-    bad = UserMessage(content=123, timestamp=1)  # type: ignore[arg-type]  # the bad input
+    # Built past the constructor's own check, as a message changed in place would be.
+    bad = UserMessage(content="x", timestamp=1)
+    object.__setattr__(bad, "content", 123)
     assert dump_error([bad]) == (
         "line 1: UserMessage.content must be a str or a list of TextContent or ImageContent, "
         "got 123"
@@ -229,10 +232,60 @@ def test_failed_dump_leaves_the_file_alone(tmp_path: Path) -> None:
 def test_what_dump_writes_load_reads() -> None:
     messages: list[AgentMessage] = [
         UserMessage(content="x", timestamp=1),
-        result({"tuple": (1, 2), "n": 2.5, "deep": nested(150)}),
+        result({"list": [1, 2], "n": 2.5, "deep": nested(150)}),
     ]
     buffer = io.StringIO()
     dump_transcript(buffer, messages)
     loaded = load_transcript(io.StringIO(buffer.getvalue()))
     assert loaded[0] == messages[0]
-    assert loaded[1] == result({"tuple": [1, 2], "n": 2.5, "deep": nested(150)})
+    assert loaded == messages
+
+
+def test_a_tuple_is_refused_by_dump() -> None:
+    # A tuple would load back as a list, so the transcript would not read back equal.
+    assert dump_error([result({"t": (1, 2)})]) == (
+        "line 1: ToolResultMessage.details.t: a tuple is not JSON (it would load back as a list)"
+    )
+    call = ToolCall(id="c", name="t", arguments={"points": [(0, 1)]})
+    message = AssistantMessage(content=[call], api="faux", provider="faux", model="m", timestamp=1)
+    assert dump_error([UserMessage(content="x", timestamp=1), message]) == (
+        "line 2: AssistantMessage.content[0].arguments.points[0]: "
+        "a tuple is not JSON (it would load back as a list)"
+    )
+    # to_json writes what JSON.stringify writes: an array.
+    assert '"details":{"t":[1,2]}' in to_json(result({"t": (1, 2)}))
+
+
+# -- Many problems in one value --------------------------------------------------------------
+
+
+def test_many_bad_elements_are_summed_up_quickly() -> None:
+    # A million bad content blocks: the first few are named, the rest counted, and the
+    # error comes fast (all of them were once listed: 58 MB of text after 20 s).
+    line = '{"role":"user","content":[' + ",".join(["7"] * 1_000_000) + '],"timestamp":1}\n'
+    started = time.perf_counter()
+    error = load_error_of(line)
+    assert time.perf_counter() - started < 10
+    problems = [f"expected a JSON object, got a number @ $.content[{index}]" for index in range(10)]
+    assert error == "line 1: " + "; ".join(problems) + "; ... and 999990 more"
+    assert len(error) < 1_000
+
+
+def test_problems_are_counted_across_values() -> None:
+    # Nested lists: the count covers every list, and a few problems are not cut short.
+    blocks = ",".join(['{"type":"text","text":1}'] * 3)
+    assert load_error_of(f'{{"role":"user","content":[{blocks}],"timestamp":"x"}}') == (
+        "line 1: expected a string, got 1 @ $.content[0].text; "
+        "expected a string, got 1 @ $.content[1].text; "
+        "expected a string, got 1 @ $.content[2].text; "
+        "expected an integer, got 'x' @ $.timestamp"
+    )
+    many = ",".join(['{"type":"text","text":1}'] * 25)
+    error = load_error_of(f'{{"role":"user","content":[{many}],"timestamp":"x"}}')
+    assert error.endswith("expected a string, got 1 @ $.content[9].text; ... and 16 more")
+
+
+def load_error_of(text: str) -> str:
+    with pytest.raises(SerializationError) as info:
+        load_transcript(io.StringIO(text))
+    return str(info.value)

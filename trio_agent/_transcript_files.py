@@ -18,12 +18,14 @@ from ._checks import check_message
 from ._exceptions import SerializationError
 from ._messages import AgentMessage
 from ._serialization import (
+    Unwritable,
     _decode_line,
     _dumps,
     _loads,
     _NotUtf8,
     _structure,
     _TooDeep,
+    check_writable,
     converter,
 )
 
@@ -41,15 +43,17 @@ def dump_transcript(path_or_file: _PathOrFile, messages: Iterable[AgentMessage])
 
     Every message is checked before anything is written, so a failed dump writes
     nothing (a path is not even truncated): what this function writes,
-    :func:`load_transcript` reads back (reliability finding F9). Free-form values
-    (``details``, tool arguments) come back as JSON values: tuples as lists, integral
-    floats of 2**53 or more as ints.
+    :func:`load_transcript` reads back (reliability finding F9). A tuple in a free-form
+    value (``details``, tool arguments) is refused, since it would come back as a list;
+    integral floats come back as ints (equal to them below 2**53; from there on, the int
+    of JavaScript's digits).
 
     Raises:
         SerializationError: an entry is not a message (a built-in one or one of a class
             registered with :func:`~trio_agent.register_message_type`), holds something
             JSON cannot represent (bytes, NaN or an infinity, a non-string key, a cyclic
-            value, nesting deeper than 200 levels) or would not load back. The message
+            value, nesting deeper than 200 levels) or would not load back equal (a
+            tuple). The message
             starts with the entry's 1-based line number and names the JSON path
             (``line 2: $.details.b: bytes are not JSON``).
     """
@@ -69,6 +73,12 @@ def _transcript_line(lineno: int, message: Any) -> str:
         check_message(message, where)
     except (TypeError, ValueError) as exc:
         raise SerializationError(str(exc)) from None
+    try:
+        # A tuple is a JSON array, but it would load back as a list, not equal to what
+        # was written (issue 18, item 11); the agent's own checks allow tuples.
+        check_writable(message, strict=True, root=type(message).__name__, tuples=False)
+    except Unwritable as exc:
+        raise SerializationError(f"{where}: {exc.path}: {exc.problem}") from None
     try:
         line = _dumps(converter.unstructure(message))
         # Parse it as load_transcript will: anything it would refuse is refused here.
