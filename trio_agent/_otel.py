@@ -12,11 +12,17 @@ of the task that called ``prompt()``.
 
 The event grammar closes every turn, message and tool execution, also on abort, failure
 and cancellation; ``agent_end`` still ends any span left open.
+
+Tracing never fails a run (issue 18, item 10): an error of the tracing SDK (a span
+processor or exporter raising in ``on_start`` or ``on_end``) is logged to the
+``trio_agent.otel`` logger at WARNING and the run goes on; a span that could not start is
+left out and its children are recorded under its parent.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import time
 import urllib.parse
 from collections.abc import Callable
@@ -60,6 +66,8 @@ __all__ = ["AgentTracer", "instrument_agent"]
 
 _SCOPE = "trio_agent"
 
+logger = logging.getLogger("trio_agent.otel")
+
 # Stop reasons as GenAI finish reasons (the output-message schema's names where one exists).
 _FINISH_REASONS = {
     "stop": "stop",
@@ -91,6 +99,9 @@ class _Run:
     request_started_ns: int | None = None
     """When the next model request began: the last event of its turn before it."""
     tools: dict[str, Span] = attrs.field(factory=dict)
+    retries: list[tuple[int, dict[str, AttributeValue]]] = attrs.field(factory=list)
+    """Retries of the next model request (time, attributes): its span starts only when
+    the response does, so they become its events then."""
     messages: list[AgentMessage] = attrs.field(factory=list)
     """Messages committed during the run (the input of requests without an agent)."""
     last_assistant: AssistantMessage | None = None
@@ -155,9 +166,21 @@ class AgentTracer:
         self._run: _Run | None = None
 
     def __call__(self, event: AgentEvent, signal: AbortSignal | None = None) -> None:
-        """Record one event (the listener protocol: ``(event, signal)``)."""
+        """Record one event (the listener protocol: ``(event, signal)``).
+
+        Never raises an :class:`Exception`: a failure of the tracing SDK is logged to
+        ``trio_agent.otel`` and the run goes on.
+        """
         if event.type == "message_update":
             return  # nothing per token
+        try:
+            self._record(event, signal)
+        except Exception as exc:
+            # The spans' own calls are guarded one by one (_start_span, _end_span), so
+            # that the bookkeeping goes on; this catches anything else.
+            _log_failure(exc)
+
+    def _record(self, event: AgentEvent, signal: AbortSignal | None) -> None:
         if isinstance(event, AgentStartEvent):
             self._start_run()
             return
@@ -184,6 +207,24 @@ class AgentTracer:
         elif isinstance(event, AgentEndEvent):
             self._end_run(run, aborted=signal is not None and signal.aborted)
 
+    def _start_span(
+        self,
+        name: str,
+        *,
+        context: otel_context.Context,
+        kind: SpanKind,
+        attributes: dict[str, AttributeValue],
+        start_time: int | None = None,
+    ) -> Span:
+        """Start a span; if the SDK fails, log it and return a span that records nothing."""
+        try:
+            return self._tracer.start_span(
+                name, context=context, kind=kind, attributes=attributes, start_time=start_time
+            )
+        except Exception as exc:
+            _log_failure(exc)
+            return trace.INVALID_SPAN
+
     # -- run and turn --------------------------------------------------------------------
 
     def _start_run(self) -> None:
@@ -195,29 +236,28 @@ class AgentTracer:
             model = agent.state.model
             attributes["gen_ai.provider.name"] = model.provider
             attributes["gen_ai.request.model"] = model.id
+            attributes.update(_request_options(agent))
             if agent.session_id:
                 attributes["gen_ai.conversation.id"] = agent.session_id
         if self.agent_name:
             attributes["gen_ai.agent.name"] = self.agent_name
         name = f"invoke_agent {self.agent_name}" if self.agent_name else "invoke_agent"
         parent = otel_context.get_current()
-        span = self._tracer.start_span(
-            name, context=parent, kind=SpanKind.INTERNAL, attributes=attributes
-        )
-        self._run = _Run(span=span, context=trace.set_span_in_context(span, parent))
+        span = self._start_span(name, context=parent, kind=SpanKind.INTERNAL, attributes=attributes)
+        self._run = _Run(span=span, context=_child_context(span, parent))
 
     def _start_turn(self, run: _Run) -> None:
         if run.turn is not None:
             self._close_turn(run)
         run.turn_number += 1
-        span = self._tracer.start_span(
+        span = self._start_span(
             "turn",
             context=run.context,
             kind=SpanKind.INTERNAL,
             attributes={"trio_agent.turn.number": run.turn_number},
         )
         run.turn = span
-        run.turn_context = trace.set_span_in_context(span, run.context)
+        run.turn_context = _child_context(span, run.context)
         run.request_started_ns = _now_ns()
 
     def _end_turn(self, run: _Run, event: TurnEndEvent, *, aborted: bool) -> None:
@@ -229,13 +269,13 @@ class AgentTracer:
 
     def _close_turn(self, run: _Run) -> None:
         if run.chat is not None:
-            run.chat.end()
+            _end_span(run.chat)
             run.chat = None
         for span in run.tools.values():
-            span.end()
+            _end_span(span)
         run.tools.clear()
         if run.turn is not None:
-            run.turn.end()
+            _end_span(run.turn)
         run.turn = None
         run.turn_context = None
 
@@ -251,14 +291,14 @@ class AgentTracer:
             _set_usage(span, run.input_tokens, run.output_tokens, run.cache_read, run.cache_write)
             if run.reasoning:
                 span.set_attribute("gen_ai.usage.reasoning.output_tokens", run.reasoning)
-        span.end()
+        _end_span(span)
         self._run = None
 
     # -- model requests ------------------------------------------------------------------
 
     def _start_chat(self, run: _Run, message: AssistantMessage) -> None:
         if run.chat is not None:
-            run.chat.end()
+            _end_span(run.chat)
         attributes: dict[str, AttributeValue] = {
             "gen_ai.operation.name": "chat",
             "gen_ai.provider.name": message.provider,
@@ -269,6 +309,7 @@ class AgentTracer:
             model = agent.state.model
             if model.id == message.model and model.provider == message.provider:
                 attributes.update(_server_attributes(model.base_url))
+            attributes.update(_request_options(agent))
             if agent.session_id:
                 attributes["gen_ai.conversation.id"] = agent.session_id
         if self.capture_content:
@@ -281,13 +322,16 @@ class AgentTracer:
                     [{"type": "text", "content": system}]
                 )
             attributes["gen_ai.input.messages"] = _json(_input_messages(transcript))
-        run.chat = self._tracer.start_span(
+        run.chat = self._start_span(
             f"chat {message.model}",
             context=run.turn_context or run.context,
             kind=SpanKind.CLIENT,
             attributes=attributes,
             start_time=run.request_started_ns,
         )
+        for timestamp, retry in run.retries:
+            run.chat.add_event("trio_agent.retry", retry, timestamp=timestamp)
+        run.retries.clear()
 
     def _end_chat(self, run: _Run, message: AssistantMessage) -> None:
         span = run.chat
@@ -303,7 +347,8 @@ class AgentTracer:
         if message.response_id:
             span.set_attribute("gen_ai.response.id", message.response_id)
         usage = message.usage
-        if message.stop_reason not in ("error", "aborted") or usage.input or usage.output:
+        # A response without usage (all counts 0) records none, not input_tokens = 0.
+        if usage.input or usage.output or usage.cache_read or usage.cache_write:
             _set_usage(span, usage.input, usage.output, usage.cache_read, usage.cache_write)
             if usage.reasoning:
                 span.set_attribute("gen_ai.usage.reasoning.output_tokens", usage.reasoning)
@@ -318,7 +363,27 @@ class AgentTracer:
             output["finish_reason"] = _FINISH_REASONS.get(message.stop_reason, message.stop_reason)
             span.set_attribute("gen_ai.output.messages", _json([output]))
         _set_outcome(span, message, aborted=False)
-        span.end()
+        _end_span(span)
+
+    def _record_retry(self, *, status: int | None, wait: float, attempt: int) -> None:
+        """Record that the current model request failed and is retried after ``wait``
+        seconds: a ``trio_agent.retry`` event of its ``chat`` span, with the HTTP status
+        (``None``: a connection error), the wait and the attempt about to be made
+        (2 for the first retry).
+
+        The call site is the providers' retry loop (``send_with_retries``), which has no
+        hook yet to reach a listener: see issue 19 ("Traces").
+        """
+        run = self._run
+        if run is None:
+            return
+        attributes: dict[str, AttributeValue] = {
+            "http.request.resend_count": attempt - 1,
+            "trio_agent.retry.wait_s": wait,
+        }
+        if status is not None:
+            attributes["http.response.status_code"] = status
+        run.retries.append((_now_ns(), attributes))
 
     # -- tools ---------------------------------------------------------------------------
 
@@ -339,8 +404,8 @@ class AgentTracer:
             attributes["gen_ai.tool.call.arguments"] = _json(event.args)
         previous = run.tools.pop(event.tool_call_id, None)
         if previous is not None:
-            previous.end()
-        run.tools[event.tool_call_id] = self._tracer.start_span(
+            _end_span(previous)
+        run.tools[event.tool_call_id] = self._start_span(
             f"execute_tool {event.tool_name}",
             context=run.turn_context or run.context,
             kind=SpanKind.INTERNAL,
@@ -357,7 +422,7 @@ class AgentTracer:
             error_type = "aborted" if aborted else "tool_error"
             span.set_attribute("error.type", error_type)
             span.set_status(Status(StatusCode.ERROR, _text(event.result.content)))
-        span.end()
+        _end_span(span)
 
 
 def instrument_agent(
@@ -394,7 +459,42 @@ def instrument_agent(
     return agent.subscribe(tracer)
 
 
+# -- containing the tracing SDK's errors -------------------------------------------------
+
+
+def _log_failure(exc: Exception) -> None:
+    logger.warning(
+        "tracing failed (the run goes on): %s: %s", type(exc).__name__, exc, exc_info=exc
+    )
+
+
+def _end_span(span: Span) -> None:
+    """End ``span``; if the SDK fails (a span processor's ``on_end``), log it and go on."""
+    try:
+        span.end()
+    except Exception as exc:
+        _log_failure(exc)
+
+
+def _child_context(span: Span, parent: otel_context.Context) -> otel_context.Context:
+    """The context of ``span``'s children: ``parent`` itself when ``span`` failed to start."""
+    if not span.get_span_context().is_valid:
+        return parent
+    return trace.set_span_in_context(span, parent)
+
+
 # -- attributes ------------------------------------------------------------------------
+
+
+def _request_options(agent: Agent) -> dict[str, AttributeValue]:
+    """``gen_ai.request.temperature`` and ``gen_ai.request.max_tokens`` when set on the
+    agent (when unset, the provider's or the model's default applies)."""
+    attributes: dict[str, AttributeValue] = {}
+    if agent.temperature is not None:
+        attributes["gen_ai.request.temperature"] = agent.temperature
+    if agent.max_tokens:  # 0 means the model's limit, like None
+        attributes["gen_ai.request.max_tokens"] = agent.max_tokens
+    return attributes
 
 
 def _server_attributes(base_url: str) -> dict[str, AttributeValue]:
