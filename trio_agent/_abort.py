@@ -13,7 +13,18 @@ from typing import Any
 
 import trio
 
-__all__ = ["AbortController", "AbortSignal", "open_abort_scope"]
+__all__ = [
+    "OPERATION_ABORTED",
+    "REQUEST_ABORTED",
+    "AbortController",
+    "AbortSignal",
+    "open_abort_scope",
+]
+
+REQUEST_ABORTED = "Request was aborted"
+"""The error text of a provider request that an abort ended (as pi words it)."""
+OPERATION_ABORTED = "Operation aborted"
+"""The error text of an operation (a tool call, a turn before its request) an abort ended."""
 
 
 class AbortSignal:

@@ -263,7 +263,8 @@ class _Queue:
         self.in_flight.extend(taken)
         return taken
 
-    def delivered(self, message: AgentMessage) -> bool:
+    def committed(self, message: AgentMessage) -> bool:
+        """Forget ``message`` if it was drained from this queue; whether it was."""
         for index, candidate in enumerate(self.in_flight):
             if candidate is message or _same_system_message(candidate, message):
                 del self.in_flight[index]
@@ -355,7 +356,7 @@ class _ActiveRun:
         return False
 
 
-class _Delivery:
+class _ListenerSink:
     """The Agent as the sink of one run: reduce the event, then call every listener.
 
     ``send_nowait`` calls the listeners until one returns an awaitable (an ``async def``
@@ -939,7 +940,7 @@ class Agent:
         try:
             context = AgentContext(messages=list(state.messages), tools=list(state.tools))
             signal = run.controller.signal
-            await executor(context, self._loop_config(run), _Delivery(self, signal), signal)
+            await executor(context, self._loop_config(run), _ListenerSink(self, signal), signal)
         finally:
             self._steering.restore()
             self._follow_up.restore()
@@ -952,32 +953,30 @@ class Agent:
     def _reduce(self, event: AgentEvent) -> None:
         """Reduce an event into :attr:`state`."""
         state = self._state
-        kind = event.type
-        if kind == "message_update" or kind == "message_start":
-            state._streaming_message = event.message  # type: ignore[union-attr]
-        elif kind == "message_end":
-            message = event.message  # type: ignore[union-attr]
+        if event.type == "message_update" or event.type == "message_start":
+            state._streaming_message = event.message
+        elif event.type == "message_end":
+            message = event.message
             state._streaming_message = None
             state._messages.append(message)
-            if not self._steering.delivered(message):
-                self._follow_up.delivered(message)
-        elif kind == "tool_execution_start":
-            call_id = event.tool_call_id  # type: ignore[union-attr]
-            state._pending_tool_calls = state._pending_tool_calls | {call_id}
-        elif kind == "tool_execution_end":
-            call_id = event.tool_call_id  # type: ignore[union-attr]
-            state._pending_tool_calls = state._pending_tool_calls - {call_id}
-        elif kind == "turn_end" or kind == "agent_end":
-            # agent_end too: a failure reported after an aborted run's last turn_end
-            # stands outside a turn.
-            if kind == "agent_end":
-                state._streaming_message = None
-                messages = event.messages  # type: ignore[union-attr]
-                message = messages[-1] if messages else None
-            else:
-                message = event.message  # type: ignore[union-attr]
-            if isinstance(message, AssistantMessage) and message.error_message:
-                state._error_message = message.error_message
+            if not self._steering.committed(message):
+                self._follow_up.committed(message)
+        elif event.type == "tool_execution_start":
+            state._pending_tool_calls = state._pending_tool_calls | {event.tool_call_id}
+        elif event.type == "tool_execution_end":
+            state._pending_tool_calls = state._pending_tool_calls - {event.tool_call_id}
+        elif event.type == "turn_end":
+            _note_error(state, event.message)
+        elif event.type == "agent_end":
+            # A failure reported after an aborted run's last turn_end stands outside a
+            # turn: agent_end carries it.
+            state._streaming_message = None
+            _note_error(state, event.messages[-1] if event.messages else None)
+
+
+def _note_error(state: AgentState, message: AgentMessage | None) -> None:
+    if isinstance(message, AssistantMessage) and message.error_message:
+        state._error_message = message.error_message
 
 
 def _require_trio(method: str) -> None:

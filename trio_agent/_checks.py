@@ -35,14 +35,12 @@ import attrs
 
 from . import _messages
 from ._messages import (
+    BUILT_IN_MESSAGE_CLASSES,
     AgentMessage,
-    AssistantMessage,
     ImageContent,
     Model,
-    SystemMessage,
     TextContent,
     ThinkingLevel,
-    ToolResultMessage,
     UserMessage,
     registered_message_types,
 )
@@ -59,7 +57,7 @@ __all__ = [
     "prompt_messages",
 ]
 
-_MESSAGE_CLASSES = (SystemMessage, UserMessage, AssistantMessage, ToolResultMessage)
+_MESSAGE_CLASSES = BUILT_IN_MESSAGE_CLASSES
 # Free-form JSON may nest this deep below the message before the check refuses it;
 # messages add a few levels, and transcripts allow 200 in all.
 _JSON_DEPTH = 190

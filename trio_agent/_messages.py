@@ -19,6 +19,7 @@ import attrs
 from ._redaction import redact_headers_repr, redact_url
 
 __all__ = [
+    "BUILT_IN_MESSAGE_CLASSES",
     "AgentMessage",
     "AssistantContent",
     "AssistantMessage",
@@ -461,6 +462,8 @@ class ToolResultMessage:
 
 Message: TypeAlias = SystemMessage | UserMessage | AssistantMessage | ToolResultMessage
 """A message a provider understands."""
+BUILT_IN_MESSAGE_CLASSES = (SystemMessage, UserMessage, AssistantMessage, ToolResultMessage)
+"""The classes of :data:`Message`, for ``isinstance`` checks."""
 
 
 @runtime_checkable

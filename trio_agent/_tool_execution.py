@@ -20,7 +20,7 @@ from typing import Any, Literal
 import attrs
 import trio
 
-from ._abort import AbortSignal
+from ._abort import OPERATION_ABORTED, AbortSignal
 from ._events import (
     AgentEvent,
     MessageEndEvent,
@@ -38,18 +38,16 @@ from ._hooks import (
 )
 from ._messages import AssistantMessage, TextContent, ToolCall, ToolResultMessage
 from ._tools import AgentTool, AgentToolResult, AgentToolUpdateCallback
-from ._util import maybe_await
+from ._util import error_text, maybe_await
 from ._validation import validate_tool_arguments
 
 __all__ = [
     "AfterToolCallHook",
-    "OPERATION_ABORTED",
     "AgentToolCallOutcome",
     "BeforeToolCallHook",
-    "Children",
+    "ExecutionEvents",
     "ToolBatch",
     "error_result",
-    "open_children",
     "run_tool_call",
 ]
 
@@ -68,7 +66,6 @@ AfterToolCallHook = Callable[
 
 Emit = Callable[[AgentEvent], Awaitable[None]]
 
-OPERATION_ABORTED = "Operation aborted"
 TRUNCATED_TEMPLATE = (
     'Tool call "{name}" was not executed: the response hit the output token limit, so its '
     "arguments may be truncated. Re-issue the tool call with complete arguments."
@@ -82,10 +79,6 @@ def error_result(text: str, *, terminate: bool | None = None) -> AgentToolResult
     (:attr:`AgentToolCallOutcome.is_error`, the event's and the message's ``is_error``).
     """
     return AgentToolResult(content=[TextContent(text=text)], details={}, terminate=terminate)
-
-
-def _exception_text(exc: BaseException) -> str:
-    return str(exc) or type(exc).__name__
 
 
 @attrs.frozen(kw_only=True)
@@ -127,8 +120,9 @@ class _Prepared:
 
 
 @attrs.frozen(kw_only=True)
-class _Hooks:
-    """What every call of a batch shares."""
+class _Shared:
+    """What every call of a batch shares (the message, the context, the call hooks and
+    the run's signal)."""
 
     assistant_message: AssistantMessage
     context: AgentContext
@@ -138,7 +132,7 @@ class _Hooks:
 
 
 async def _prepare(
-    tool_call: ToolCall, tool: AgentTool | None, hooks: _Hooks
+    tool_call: ToolCall, tool: AgentTool | None, hooks: _Shared
 ) -> _Prepared | AgentToolCallOutcome:
     """Preparation as pi 1.6.0 does it, with the abort checked first."""
     signal = hooks.signal
@@ -174,14 +168,14 @@ async def _prepare(
                     True if decision.terminate is True else None,
                 )
     except Exception as exc:
-        return _immediate(tool_call, _exception_text(exc))
+        return _immediate(tool_call, error_text(exc))
     if signal.aborted:
         return _immediate(tool_call, OPERATION_ABORTED)
     return _Prepared(tool_call, tool, args)
 
 
 async def _execute(
-    prepared: _Prepared, hooks: _Hooks, on_update: AgentToolUpdateCallback | None
+    prepared: _Prepared, hooks: _Shared, on_update: AgentToolUpdateCallback | None
 ) -> AgentToolCallOutcome:
     """``execute`` then ``after_tool_call``. Updates are accepted until ``execute``
     settles; later ``on_update`` calls are ignored."""
@@ -201,7 +195,7 @@ async def _execute(
             )
         is_error = result.is_error is True
     except Exception as exc:
-        result, is_error = error_result(_exception_text(exc)), True
+        result, is_error = error_result(error_text(exc)), True
     finally:
         accepting = False
     duration_ms = round((trio.current_time() - started) * 1000)
@@ -213,7 +207,7 @@ async def _execute(
 
 
 async def _after(
-    prepared: _Prepared, result: AgentToolResult, is_error: bool, hooks: _Hooks
+    prepared: _Prepared, result: AgentToolResult, is_error: bool, hooks: _Shared
 ) -> tuple[AgentToolResult, bool]:
     assert hooks.after_tool_call is not None
     try:
@@ -231,7 +225,7 @@ async def _after(
             )
         )
     except Exception as exc:
-        return error_result(_exception_text(exc)), True
+        return error_result(error_text(exc)), True
     if override is None:
         return result, is_error
     changes: dict[str, Any] = {}
@@ -268,7 +262,7 @@ async def run_tool_call(
     Tool and hook failures come back as error outcomes; an aborted ``signal`` gives the
     ``Operation aborted`` outcome. Cancellation propagates.
     """
-    hooks = _Hooks(
+    hooks = _Shared(
         assistant_message=assistant_message,
         context=context,
         before_tool_call=before_tool_call,
@@ -296,16 +290,25 @@ class _Call:
     published: bool = False
 
 
-Children = tuple[
-    trio.MemorySendChannel[tuple[_Call, AgentEvent]],
-    trio.MemoryReceiveChannel[tuple[_Call, AgentEvent]],
-]
+@attrs.frozen
+class ExecutionEvents:
+    """The channel that carries the events of tool executions (nursery tasks) to the
+    run's task, which hands them on. One per run: a batch ends only once its executions'
+    events were all handed on. Unbounded, so ``on_update`` never blocks a tool; the run
+    closes it when it ends."""
 
+    send: trio.MemorySendChannel[tuple[_Call, AgentEvent]]
+    receive: trio.MemoryReceiveChannel[tuple[_Call, AgentEvent]]
 
-def open_children() -> Children:
-    """A channel for the events of a batch's executions (unbounded: ``on_update`` never
-    blocks a tool)."""
-    return trio.open_memory_channel[tuple[_Call, AgentEvent]](math.inf)
+    @classmethod
+    def open(cls) -> ExecutionEvents:
+        send, receive = trio.open_memory_channel[tuple[_Call, AgentEvent]](math.inf)
+        return cls(send, receive)
+
+    def close(self) -> None:
+        """Close both ends (synchronously: the run may be ending under cancellation)."""
+        self.send.close()
+        self.receive.close()
 
 
 @attrs.define(eq=False)
@@ -320,7 +323,7 @@ class ToolBatch:
     calls: list[_Call]
     emit: Emit
     """The run's emitter."""
-    _children: Children | None = None
+    _events: ExecutionEvents | None = None
 
     @classmethod
     def for_message(
@@ -328,22 +331,21 @@ class ToolBatch:
         message: AssistantMessage,
         tools: Sequence[AgentTool],
         emit: Emit,
-        children: Children | None = None,
+        events: ExecutionEvents | None = None,
     ) -> ToolBatch:
         """A batch for the tool calls of ``message``, each looked up once in ``tools``.
 
-        ``children`` is the channel that carries the executions' events to the batch's
-        task (one per run is enough: a batch ends only once its executions' events were
-        all dispatched); without one the batch opens its own when it runs.
+        ``events`` carries the executions' events to the batch's task (see
+        :class:`ExecutionEvents`); without it the batch opens its own when it runs.
         """
         calls = [
             _Call(block, find_tool(tools, block.name))
             for block in message.content
             if isinstance(block, ToolCall)
         ]
-        return cls(message, calls, emit, children)
+        return cls(message, calls, emit, events)
 
-    def mode(self, configured: Literal["sequential", "parallel"]) -> bool:
+    def runs_sequentially(self, configured: Literal["sequential", "parallel"]) -> bool:
         """Whether the batch runs sequentially: configured so, or one of its tools asks."""
         return configured == "sequential" or any(
             call.tool is not None and call.tool.execution_mode == "sequential"
@@ -432,16 +434,16 @@ class ToolBatch:
         task dispatches the executions' events as they arrive; an abort stops the batch at
         the next checkpoint, and the run's close path answers what is left.
         """
-        hooks = _Hooks(
+        hooks = _Shared(
             assistant_message=self.assistant_message,
             context=context,
             before_tool_call=before_tool_call,
             after_tool_call=after_tool_call,
             signal=signal,
         )
-        if self._children is None:
-            self._children = open_children()
-        send = self._children[0]
+        if self._events is None:
+            self._events = ExecutionEvents.open()
+        send = self._events.send
 
         async def execute(call: _Call, prepared: _Prepared) -> None:
             tool_call = call.tool_call
@@ -485,18 +487,18 @@ class ToolBatch:
                 await self._publish(call)
 
     async def _dispatch(self, running: int) -> None:
-        """Dispatch the executions' events until ``running`` of them have ended."""
-        assert self._children is not None
-        receive = self._children[1]
+        """Hand on the executions' events until ``running`` of them have ended."""
+        assert self._events is not None
+        receive = self._events.receive
         while running:
             try:
                 call, event = receive.receive_nowait()
             except trio.WouldBlock:
                 call, event = await receive.receive()
-            if await self._deliver(call, event):
+            if await self._hand_on(call, event):
                 running -= 1
 
-    async def _deliver(self, call: _Call, event: AgentEvent) -> bool:
+    async def _hand_on(self, call: _Call, event: AgentEvent) -> bool:
         """Hand an execution's event to the run; whether it ended that execution."""
         ended = isinstance(event, ToolExecutionEndEvent)
         if ended:
@@ -525,14 +527,14 @@ class ToolBatch:
                 if call.started and not call.ended:
                     await self._end(call, _immediate(call.tool_call, failure))
             return
-        if self._children is not None:
-            receive = self._children[1]
+        if self._events is not None:
+            receive = self._events.receive
             while True:
                 try:
                     call, event = receive.receive_nowait()
                 except trio.WouldBlock:
                     break
-                await self._deliver(call, event)
+                await self._hand_on(call, event)
         for call in self.calls:
             if call.published:
                 continue

@@ -12,6 +12,7 @@ T = TypeVar("T")
 
 __all__ = [
     "collapse_errors",
+    "error_text",
     "collapse_exception_group",
     "exception_leaves",
     "fixup_module_metadata",
@@ -28,6 +29,12 @@ async def maybe_await(value: Awaitable[T] | T) -> T:
     if inspect.isawaitable(value):
         return await value
     return value
+
+
+def error_text(exc: BaseException) -> str:
+    """The text of ``exc`` as the model or a user reads it: its message, else its type's
+    name."""
+    return str(exc) or type(exc).__name__
 
 
 def fixup_module_metadata(module_name: str, namespace: dict[str, Any]) -> None:
