@@ -3,7 +3,7 @@
 A message with a field of the wrong type (``UserMessage(content=123)``, a plain dict as a
 content block, ``TextContent(text=None)``, ``timestamp="now"``) is accepted by Python
 and only fails later, inside a provider request or when the transcript is saved, and
-then on every later request too (reliability findings F4, F15 and F16). These checks
+then on every later request too. These checks
 reject such input where it enters, with a :class:`TypeError` (wrong type) or
 :class:`ValueError` (wrong value) whose message names the entry point, the field and the
 whole value::
@@ -18,8 +18,9 @@ users produce. So the classes stay plain values and the entry points (``Agent.pr
 ``steer``, ``follow_up``, ``AgentInitialState``, the ``state.messages`` and
 ``state.tools`` setters, ``dump_transcript``) call these functions. The exceptions are
 checks that live on the classes themselves because they are cheap and rare:
-:class:`~trio_agent.ImageContent` checks its base64 ``data`` when built (reliability
-finding P7b), and :class:`~trio_agent.AgentTool` checks its ``name`` (F16).
+:class:`~trio_agent.ImageContent` checks its base64 ``data`` when built (a ``data:``
+prefix would reach the provider twice), :class:`~trio_agent.UserMessage` its
+``content``, and :class:`~trio_agent.AgentTool` its ``name``.
 """
 
 from __future__ import annotations
@@ -184,7 +185,7 @@ def check_tools(tools: object, where: str) -> list[AgentTool]:
     return it as a new list.
 
     A call names one tool, so two tools with one name would make the second unreachable
-    and declare the name twice to the model (reliability finding F16). Each tool's name
+    and declare the name twice to the model. Each tool's name
     was checked when it was built (see :class:`~trio_agent.AgentTool`).
 
     Raises:

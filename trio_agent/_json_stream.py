@@ -159,7 +159,7 @@ def parse_tool_call_arguments(text: str) -> tuple[dict[str, Any], str | None]:
         otherwise ``({}, "<problem>\\n\\nReceived arguments:\\n<text>")``, where the problem
         is ``Tool arguments must be a JSON object`` for any other JSON value and
         ``JSON nested too deeply (more than 100 levels)`` for an object nested deeper
-        than that (reliability finding F7). Never raises.
+        than that. Never raises.
     """
     if not text.strip():
         return {}, None
@@ -237,8 +237,7 @@ def _literal_value(text: str) -> Any:
 def _same(a: Any, b: Any) -> bool:
     """JSON equality that tells ``1`` from ``True`` and ``1.0`` (Python's ``==`` does not).
 
-    Iterative: previews may nest deeper than the interpreter's stack allows recursion
-    (reliability finding F7)."""
+    Iterative: previews may nest deeper than the interpreter's stack allows recursion."""
     pairs = [(a, b)]
     while pairs:
         x, y = pairs.pop()

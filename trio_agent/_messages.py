@@ -175,10 +175,10 @@ class ImageContent:
     Raises:
         TypeError: ``data`` or ``mime_type`` is not a ``str``.
         ValueError: ``data`` is not strict base64 (no white space, correct padding), or
-            starts with a ``data:`` URL prefix. Such a prefix is refused, not stripped
-            (reliability finding P7b): the providers add it themselves, and stripping
-            would store something other than what was given; pass the part after the
-            comma, with the media type in ``mime_type``.
+            starts with a ``data:`` URL prefix. Such a prefix is refused, not stripped:
+            the providers add it themselves, and stripping would store something other
+            than what was given; pass the part after the comma, with the media type in
+            ``mime_type``.
     """
 
     data: str = attrs.field(validator=_check_image_data)

@@ -55,7 +55,7 @@ _PROVIDER_NAME: Final = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 
 
 def _check_name(instance: Any, attribute: Any, name: Any) -> None:
-    """Reliability finding F16: refuse names no provider can take, flag names some refuse."""
+    """Refuse names no provider can take, flag names some refuse."""
     if not isinstance(name, str):
         raise TypeError(f"AgentTool.name must be a str, got {name!r}")
     if not name:

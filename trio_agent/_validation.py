@@ -88,7 +88,7 @@ def validate_tool_arguments(tool: AgentTool, tool_call: ToolCall) -> dict[str, A
             f'Invalid arguments for tool "{tool.name}": {tool_call.arguments_error}'
         )
     if depth_exceeds(tool_call.arguments, MAX_ARGUMENTS_DEPTH):
-        # Reliability finding F7: too deep to copy, check or echo; the model gets an
+        # Too deep to copy, check or echo; the model gets an
         # error it can act on instead of a failed response.
         raise ToolArgumentsError(f'Invalid arguments for tool "{tool.name}": {TOO_DEEP}')
     schema = _Schema(tool.parameters)
