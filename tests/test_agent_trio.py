@@ -855,7 +855,7 @@ async def test_events_sees_the_listener_sequence_and_waits_for_the_consumer() ->
     before = EventRecorder()
     agent.subscribe(before)
     received: list[AgentEvent] = []
-    async with agent.events() as receive:
+    async with agent.open_events() as receive:
         after = EventRecorder()
         agent.subscribe(after)
 
@@ -892,7 +892,7 @@ async def test_events_sees_the_listener_sequence_and_waits_for_the_consumer() ->
 async def test_events_consumer_leaving_early_does_not_break_the_run() -> None:
     agent, _ = make_agent([faux_assistant_message("hello")])
     recorder = EventRecorder()
-    async with trio.open_nursery() as nursery, agent.events() as receive:
+    async with trio.open_nursery() as nursery, agent.open_events() as receive:
         agent.subscribe(recorder)
         nursery.start_soon(agent.prompt, "go")
         first = await receive.receive()

@@ -250,7 +250,7 @@ async def test_events_opened_outside_the_nursery_ends_under_the_callers_timeout(
 ) -> None:
     agent, _ = make_agent([faux_assistant_message("Hello there"), faux_assistant_message("2")])
     with trio.fail_after(60), trio.move_on_after(2) as scope:
-        async with agent.events() as events, trio.open_nursery() as nursery:
+        async with agent.open_events() as events, trio.open_nursery() as nursery:
             nursery.start_soon(agent.prompt, "Hello")
             async for event in events:
                 if event.type == "message_end":

@@ -14,8 +14,9 @@ transcript helpers (their private modules are imported to avoid an import cycle)
 from __future__ import annotations
 
 import inspect
+import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Generic, TypeVar, overload
 
 import attrs
@@ -641,8 +642,20 @@ class Agent:
 
         return unsubscribe
 
+    def events(
+        self, max_buffer_size: float = 0
+    ) -> AbstractAsyncContextManager[trio.MemoryReceiveChannel[AgentEvent]]:
+        """Deprecated name of :meth:`open_events` (trio names an async context manager
+        ``open_*``); it warns and does the same."""
+        warnings.warn(
+            "Agent.events() is deprecated; use Agent.open_events()",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.open_events(max_buffer_size)
+
     @asynccontextmanager
-    async def events(
+    async def open_events(
         self, max_buffer_size: float = 0
     ) -> AsyncIterator[trio.MemoryReceiveChannel[AgentEvent]]:
         """Subscribe a channel: yields a receive channel of every event, across runs.
