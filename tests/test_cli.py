@@ -488,13 +488,24 @@ async def test_unwritable_session_exits_1_naming_the_session(
     tmp_path: Path, autojump_clock: trio.abc.Clock
 ) -> None:
     session = tmp_path / "s.jsonl"
-    (tmp_path / "s.jsonl.tmp").mkdir()  # the write of the temporary file fails
-    status, out, err = await _run(["run", "--session", str(session), "hello"])
+
+    send, receive = trio.open_memory_channel[str](0)
+
+    async def occupy_the_session() -> None:
+        async with send:
+            await send.send("hello")  # received: the session was loaded (there was none)
+            # Before the save: the rename onto a directory fails.
+            session.mkdir()
+            (session / "kept").touch()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(occupy_the_session)
+        status, out, err = await _run(["chat", "--session", str(session)], lines=receive)
     assert (status, out) == (1, HELLO_OUT)
     assert err == (
         f"trio-agent: error: cannot write session {str(session)!r}: {os.strerror(errno.EISDIR)}\n"
     )
-    assert not session.exists()
+    assert os.listdir(tmp_path) == ["s.jsonl"]  # the temporary file was removed
 
 
 # ---------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from .._messages import ImageContent, Model, ModelCost, ThinkingLevel
 from .._tools import AgentTool
 from ..models import Models
 from ..models._http import env_api_key
+from ._files import open_regular_file
 
 __all__ = [
     "COMMAND_PARSER",
@@ -403,13 +404,14 @@ def read_image(path: Path) -> ImageContent:
         UsageError: the file cannot be read, is too large or is not such an image.
     """
     try:
-        size = os.path.getsize(path)
-        if size > MAX_IMAGE_BYTES:
-            raise UsageError(
-                f"--image {str(path)!r}: {size} bytes is larger than the "
-                f"{MAX_IMAGE_BYTES // (1024 * 1024)} MiB limit"
-            )
-        data = path.read_bytes()
+        with open_regular_file(path) as file:
+            data = file.read(MAX_IMAGE_BYTES + 1)
+            if len(data) > MAX_IMAGE_BYTES:
+                size = os.fstat(file.fileno()).st_size
+                raise UsageError(
+                    f"--image {str(path)!r}: {size} bytes is larger than the "
+                    f"{MAX_IMAGE_BYTES // (1024 * 1024)} MiB limit"
+                )
     except OSError as exc:
         raise UsageError(f"--image {str(path)!r}: {exc.strerror or exc}") from None
     for signature, offset, mime_type in _IMAGE_SIGNATURES:

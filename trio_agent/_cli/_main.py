@@ -174,17 +174,20 @@ async def _run_program(
     elif session is None and chat and interactive and not args.no_session and lines is None:
         session = new_session_path(sessions_directory())
         autosave = True
+    # Files are read in threads that Ctrl-C abandons (the program ends; the thread with
+    # it): a slow disk or a file that never ends must not hold the program.
     messages: list[AgentMessage] | None = None
     if session is not None and not autosave:
-        messages = await trio.to_thread.run_sync(load_session, session)
+        messages = await trio.to_thread.run_sync(load_session, session, abandon_on_cancel=True)
     images: list[ImageContent] = [
-        await trio.to_thread.run_sync(read_image, path) for path in args.image
+        await trio.to_thread.run_sync(read_image, path, abandon_on_cancel=True)
+        for path in args.image
     ]
     prompt = ""
     if not chat:
         prompt = args.prompt
         if prompt == "-":
-            prompt = (await trio.to_thread.run_sync(stdin.read)).strip()
+            prompt = (await trio.to_thread.run_sync(stdin.read, abandon_on_cancel=True)).strip()
             if not prompt:
                 raise UsageError("the prompt read from stdin ('-') is empty")
     renderer = Renderer(

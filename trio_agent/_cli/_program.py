@@ -16,6 +16,7 @@ import trio
 from .._agent import Agent
 from .._exceptions import SerializationError
 from .._messages import (
+    AgentMessage,
     AssistantMessage,
     ImageContent,
     Model,
@@ -109,6 +110,8 @@ class Program:
         self._abort_requested = False
         self._quit = False
         self._input_ended = False
+        self._persisted: list[AgentMessage] | None = None
+        """The transcript as last written to the session (or tried)."""
 
     # -- interrupts -------------------------------------------------------------------
 
@@ -164,9 +167,21 @@ class Program:
         Returns 0, or 1 after reporting an error.
         """
         session = self.options.session
-        if session is None or (self.options.new_session_only and not self._said_anything()):
+        messages = list(self.agent.state.messages)
+        last = self._persisted
+        unchanged = (
+            last is not None
+            and len(messages) == len(last)
+            and all(new is old for new, old in zip(messages, last, strict=True))
+        )
+        if (
+            session is None
+            or unchanged  # saved already, or its failure reported already
+            or (self.options.new_session_only and not self._said_anything())
+        ):
             await trio.lowlevel.checkpoint()
             return EXIT_OK
+        self._persisted = messages
         return await self._save(session)
 
     def _said_anything(self) -> bool:
@@ -202,7 +217,7 @@ class Program:
                 return EXIT_INTERRUPTED
         return EXIT_OK
 
-    async def _run_agent(self, start: Callable[[], Awaitable[None]]) -> None:
+    async def _run_agent(self, start: Callable[[], Awaitable[object]]) -> None:
         """One run, then what was queued too late for it, then the usage line."""
         self._abort_requested = False
         self.renderer.run_aborted = False

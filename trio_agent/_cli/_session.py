@@ -3,6 +3,10 @@
 A chat is saved as JSON Lines after every run: in ``--session FILE``, or else in a new
 file of the sessions directory (``$XDG_STATE_HOME/trio-agent/sessions``, by default
 ``~/.local/state/trio-agent/sessions``), which ``--continue`` resumes from.
+
+Only a regular file (links followed) is loaded, and a line may hold at most
+:data:`MAX_LINE_BYTES`: a FIFO would block the program before its first run, and a link
+to ``/dev/zero`` would be one endless line (issue 18, item 8).
 """
 
 from __future__ import annotations
@@ -10,15 +14,19 @@ from __future__ import annotations
 import contextlib
 import datetime
 import os
-from collections.abc import Mapping, Sequence
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import IO, BinaryIO, cast
 
 from .._exceptions import SerializationError
 from .._messages import AgentMessage
 from ..serialization import dump_transcript, load_transcript
 from ._args import UsageError
+from ._files import open_regular_file
 
 __all__ = [
+    "MAX_LINE_BYTES",
     "check_session_directory",
     "history_file",
     "latest_session",
@@ -28,6 +36,34 @@ __all__ = [
     "sessions_directory",
     "state_directory",
 ]
+
+
+MAX_LINE_BYTES = 128 * 1024 * 1024
+"""The longest line of a session file that is loaded (128 MiB: room for a message with a
+few images of the 20 MiB that ``--image`` accepts, base64-encoded)."""
+
+
+class LineTooLongError(Exception):
+    """A line of a session file is longer than :data:`MAX_LINE_BYTES`."""
+
+
+def _bounded_lines(file: BinaryIO, limit: int) -> Iterator[bytes]:
+    """The lines of ``file``, refusing one longer than ``limit`` bytes (its line end not
+    counted) before more of it is read."""
+    lineno = 0
+    while True:
+        line = file.readline(limit + 2)
+        if not line:
+            return
+        lineno += 1
+        if len(line.rstrip(b"\r\n")) > limit:
+            raise LineTooLongError(f"line {lineno}: longer than {_size(limit)}")
+        yield line
+
+
+def _size(limit: int) -> str:
+    mib = limit / (1024 * 1024)
+    return f"{mib:g} MiB" if mib >= 1 else f"{limit} bytes"
 
 
 def state_directory(environ: Mapping[str, str] | None = None) -> Path:
@@ -86,22 +122,28 @@ def check_session_directory(path: Path) -> None:
     raise UsageError(f"cannot write session {str(path)!r}: directory {str(directory)!r} {problem}")
 
 
-def load_session(path: Path) -> list[AgentMessage] | None:
+def load_session(path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> list[AgentMessage] | None:
     """The session's transcript, or ``None`` when the file does not exist yet.
+
+    Blocking; run it in a thread that may be abandoned (Ctrl-C must not wait for it).
 
     Raises:
         UsageError: the file could not be written after a run (see
-            :func:`check_session_directory`), or it exists and cannot be loaded; the
-            message names the file and, for bad content, the line.
+            :func:`check_session_directory`), or it exists and cannot be loaded: it is
+            not a regular file, a line is longer than ``max_line_bytes``, bad content;
+            the message names the file and, for bad content, the line.
     """
     check_session_directory(path)
     try:
-        return load_transcript(path)
+        with open_regular_file(path) as file:
+            # load_transcript iterates what it is given; bytes lines are decoded by it.
+            lines = cast(IO[str], _bounded_lines(file, max_line_bytes))
+            return load_transcript(lines)
     except FileNotFoundError:
         return None
     except OSError as exc:
         reason = exc.strerror or str(exc)
-    except (SerializationError, ValueError) as exc:
+    except (SerializationError, LineTooLongError, ValueError) as exc:
         reason = str(exc)
     raise UsageError(f"cannot load session {str(path)!r}: {reason}")
 
@@ -109,17 +151,21 @@ def load_session(path: Path) -> list[AgentMessage] | None:
 def save_transcript(path: Path, messages: Sequence[AgentMessage]) -> None:
     """Write ``messages`` to ``path`` atomically (a temporary file, then a rename).
 
-    Blocking; run it in a thread.
+    The temporary file has a name of its own (``<name>.<random>.tmp`` beside ``path``),
+    so that two processes saving one session never write or rename each other's; the
+    last rename wins. The file is readable by its owner only. Blocking; run it in a
+    thread.
 
     Raises:
         OSError: the file cannot be written.
         SerializationError: a message cannot be serialized.
     """
-    temporary = path.with_name(path.name + ".tmp")
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
     try:
-        dump_transcript(temporary, messages)
-        os.replace(temporary, path)
+        with open(fd, "w", encoding="utf-8", newline="\n") as file:
+            dump_transcript(file, messages)
+        os.replace(name, path)
     except BaseException:
         with contextlib.suppress(OSError):
-            temporary.unlink(missing_ok=True)
+            os.unlink(name)
         raise
