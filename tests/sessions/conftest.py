@@ -15,7 +15,7 @@ from trio_agent.sessions import SessionStore, StoreFactory, open_store
 _counter = itertools.count()
 
 
-@pytest.fixture(params=["memory"])
+@pytest.fixture(params=["memory", "jsonl", "sqlite"])
 def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> StoreFactory:
     kind = request.param
 

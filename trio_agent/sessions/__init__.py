@@ -50,6 +50,8 @@ from ._store import DEFAULT_LEASE_SECONDS as DEFAULT_LEASE_SECONDS
 from ._store import MemoryStore as MemoryStore
 from ._store import SessionStore as SessionStore
 from ._open import open_store as open_store
+from ._jsonl import JsonlStore as JsonlStore
+from ._sqlite import SqliteStore as SqliteStore
 from ._attach import attach_agent as attach_agent
 from ._conformance import CONFORMANCE_CHECKS as CONFORMANCE_CHECKS
 from ._conformance import StoreFactory as StoreFactory

@@ -17,8 +17,26 @@ def _memory(rest: str, options: dict[str, Any]) -> SessionStore:
     return MemoryStore(**options)
 
 
+def _jsonl(rest: str, options: dict[str, Any]) -> SessionStore:
+    from ._jsonl import JsonlStore
+
+    if not rest:
+        raise ValueError("a JSONL store needs a directory: 'jsonl:DIR'")
+    return JsonlStore(rest, **options)
+
+
+def _sqlite(rest: str, options: dict[str, Any]) -> SessionStore:
+    from ._sqlite import SqliteStore
+
+    if not rest:
+        raise ValueError("an SQLite store needs a file: 'sqlite:PATH'")
+    return SqliteStore(rest, **options)
+
+
 STORE_FACTORIES: dict[str, Callable[[str, dict[str, Any]], SessionStore]] = {
     "memory": _memory,
+    "jsonl": _jsonl,
+    "sqlite": _sqlite,
 }
 """URL scheme -> ``factory(rest_of_url, options)`` returning a store. A backend adds one
 line here (the PostgreSQL one: ``"postgresql"`` and ``"postgres"``; a URL whose rest starts

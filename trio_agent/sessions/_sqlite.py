@@ -1,0 +1,321 @@
+"""``sqlite:PATH`` — sessions in one SQLite database file (stdlib ``sqlite3``).
+
+Every operation is one transaction run in ``trio.to_thread.run_sync`` on the store's
+connection (one connection per store; a ``trio.Lock`` keeps this process's calls in
+turn, SQLite keeps processes in turn). Writes use ``BEGIN IMMEDIATE``, so the claim
+check, the id check and the insert of a batch are one transaction that other writers
+wait for. The database is in WAL mode with ``synchronous=NORMAL``: a committed
+transaction survives the process being killed; a power loss can lose the latest ones,
+never tear one.
+
+``database is locked`` never reaches a caller: SQLite waits up to
+:data:`BUSY_TIMEOUT_MS` for another writer, and when it still reports the database busy
+(or locked), the transaction is rolled back and tried again after a bounded exponential
+backoff on Trio's clock, for at most :data:`LOCKED_GIVE_UP_SECONDS` in all; then a
+:class:`SessionStoreError` says the database stayed locked. Other SQLite failures (a
+full disk, a read-only file) are :class:`SessionStoreError` too, after the rollback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Callable
+from typing import Any, Final, TypeVar
+
+import trio
+
+from .._serialization import _dumps
+from ._backend import (
+    Claim,
+    JsonObject,
+    LoadedSession,
+    SessionBackend,
+    check_acquire,
+    check_append_claim,
+    check_batch_ids,
+    check_renew,
+)
+from ._errors import SessionExistsError, SessionNotFoundError, SessionStoreError
+from ._store import SessionStore
+
+__all__ = ["BUSY_TIMEOUT_MS", "LOCKED_GIVE_UP_SECONDS", "SqliteBackend", "SqliteStore"]
+
+T = TypeVar("T")
+
+BUSY_TIMEOUT_MS: Final = 5_000
+"""How long SQLite itself waits for another connection's lock (``PRAGMA busy_timeout``)."""
+
+LOCKED_GIVE_UP_SECONDS: Final = 120.0
+"""How long a transaction is retried while the database stays busy before giving up."""
+
+_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY,
+    header TEXT NOT NULL,
+    next_seq INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS entries (
+    session_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    id TEXT NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (session_id, seq),
+    UNIQUE (session_id, id)
+);
+CREATE TABLE IF NOT EXISTS claims (
+    session_id TEXT PRIMARY KEY,
+    holder TEXT NOT NULL,
+    token TEXT NOT NULL,
+    expires_at REAL NOT NULL
+);
+"""
+
+_BUSY_CODES: Final = frozenset({5, 6})  # SQLITE_BUSY, SQLITE_LOCKED (and extended codes)
+
+
+def _is_busy(exc: sqlite3.Error) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return (code & 0xFF) in _BUSY_CODES
+    text = str(exc)
+    return "locked" in text or "busy" in text
+
+
+class _Busy(Exception):
+    """The transaction found the database busy and was rolled back."""
+
+
+class SqliteBackend(SessionBackend):
+    """Sessions in an SQLite file (see the module docstring)."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        self._connection: sqlite3.Connection | None = None
+        self._lock = trio.Lock()
+
+    # --- transactions ------------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        connection = self._connection
+        if connection is None:
+            connection = sqlite3.connect(
+                self.path,
+                timeout=BUSY_TIMEOUT_MS / 1000,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+            try:
+                connection.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+                mode = connection.execute("PRAGMA journal_mode=WAL").fetchone()
+                if mode is None or str(mode[0]).lower() != "wal":
+                    raise sqlite3.OperationalError("database is locked")
+                connection.execute("PRAGMA synchronous=NORMAL")
+                connection.execute("BEGIN IMMEDIATE")
+                try:
+                    # executescript() would commit first: one statement at a time.
+                    for statement in _SCHEMA.split(";"):
+                        if statement.strip():
+                            connection.execute(statement)
+                    connection.execute("COMMIT")
+                except BaseException:
+                    if connection.in_transaction:
+                        connection.execute("ROLLBACK")
+                    raise
+            except BaseException:
+                connection.close()
+                raise
+            self._connection = connection
+        return connection
+
+    def _transaction(self, write: bool, body: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``body`` in one transaction in this thread; ``_Busy`` if SQLite was busy."""
+        try:
+            connection = self._connect()
+        except sqlite3.Error as exc:
+            if _is_busy(exc):
+                raise _Busy from exc
+            raise self._failure("open", exc) from None
+        try:
+            connection.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            result = body(connection)
+            connection.execute("COMMIT")
+            return result
+        except BaseException as exc:
+            try:
+                if connection.in_transaction:
+                    connection.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+            if isinstance(exc, sqlite3.Error):
+                if _is_busy(exc):
+                    raise _Busy from exc
+                raise self._failure("write" if write else "read", exc) from None
+            raise
+
+    def _failure(self, action: str, exc: sqlite3.Error) -> SessionStoreError:
+        error = SessionStoreError(f"cannot {action} the session database {self.path}: {exc}")
+        error.__cause__ = exc
+        return error
+
+    async def _run(self, write: bool, body: Callable[[sqlite3.Connection], T]) -> T:
+        delay = 0.005
+        waited = 0.0
+        async with self._lock:
+            while True:
+                try:
+                    # Not abandoned on cancel: the transaction commits or rolls back first.
+                    return await trio.to_thread.run_sync(self._transaction, write, body)
+                except _Busy as busy:
+                    if waited >= LOCKED_GIVE_UP_SECONDS:
+                        error = SessionStoreError(
+                            f"the session database {self.path} stayed locked by other "
+                            f"writers for {waited + BUSY_TIMEOUT_MS / 1000:.0f} s"
+                        )
+                        raise error from busy.__cause__
+                await trio.sleep(delay)
+                waited += delay
+                delay = min(delay * 2, 1.0)
+
+    # --- the interface -------------------------------------------------------------------------
+
+    async def create_session(self, header: JsonObject, entries: list[JsonObject]) -> None:
+        session_id = header["id"]
+        check_batch_ids(session_id, entries, lambda _: False)
+        header_text = _dumps(header)
+        rows = [(session_id, seq, e["id"], _dumps(e)) for seq, e in enumerate(entries)]
+
+        def body(db: sqlite3.Connection) -> None:
+            try:
+                db.execute(
+                    "INSERT INTO sessions (id, header, next_seq) VALUES (?, ?, ?)",
+                    (session_id, header_text, len(rows)),
+                )
+            except sqlite3.IntegrityError:
+                raise SessionExistsError(session_id) from None
+            db.executemany(
+                "INSERT INTO entries (session_id, seq, id, body) VALUES (?, ?, ?, ?)", rows
+            )
+
+        await self._run(True, body)
+
+    async def load_session(self, session_id: str) -> LoadedSession:
+        def body(db: sqlite3.Connection) -> LoadedSession:
+            row = db.execute("SELECT header FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            if row is None:
+                raise SessionNotFoundError(session_id)
+
+            entries = [
+                json.loads(text)
+                for (text,) in db.execute(
+                    "SELECT body FROM entries WHERE session_id = ? ORDER BY seq", (session_id,)
+                )
+            ]
+            return LoadedSession(header=json.loads(row[0]), entries=entries)
+
+        return await self._run(False, body)
+
+    @staticmethod
+    def _claim(db: sqlite3.Connection, session_id: str) -> Claim | None:
+        row = db.execute(
+            "SELECT holder, token, expires_at FROM claims WHERE session_id = ?", (session_id,)
+        ).fetchone()
+        return None if row is None else Claim(holder=row[0], token=row[1], expires_at=row[2])
+
+    @staticmethod
+    def _require(db: sqlite3.Connection, session_id: str) -> int:
+        row = db.execute("SELECT next_seq FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        if row is None:
+            raise SessionNotFoundError(session_id)
+        return int(row[0])
+
+    async def append_entries(
+        self, session_id: str, entries: list[JsonObject], *, claim_token: str | None, now: float
+    ) -> None:
+        texts = [_dumps(entry) for entry in entries]
+        ids = [entry["id"] for entry in entries]
+
+        def body(db: sqlite3.Connection) -> None:
+            seq = self._require(db, session_id)
+            check_append_claim(session_id, self._claim(db, session_id), claim_token, now)
+
+            def exists(entry_id: str) -> bool:
+                row = db.execute(
+                    "SELECT 1 FROM entries WHERE session_id = ? AND id = ?",
+                    (session_id, entry_id),
+                ).fetchone()
+                return row is not None
+
+            check_batch_ids(session_id, entries, exists)
+            db.executemany(
+                "INSERT INTO entries (session_id, seq, id, body) VALUES (?, ?, ?, ?)",
+                [(session_id, seq + i, ids[i], texts[i]) for i in range(len(texts))],
+            )
+            db.execute(
+                "UPDATE sessions SET next_seq = ? WHERE id = ?", (seq + len(texts), session_id)
+            )
+
+        await self._run(True, body)
+
+    async def list_sessions(self) -> list[JsonObject]:
+
+        def body(db: sqlite3.Connection) -> list[JsonObject]:
+            return [json.loads(text) for (text,) in db.execute("SELECT header FROM sessions")]
+
+        return await self._run(False, body)
+
+    async def delete_session(self, session_id: str) -> None:
+        def body(db: sqlite3.Connection) -> None:
+            self._require(db, session_id)
+            for table, key in (("entries", "session_id"), ("claims", "session_id")):
+                db.execute(f"DELETE FROM {table} WHERE {key} = ?", (session_id,))
+            db.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+
+        await self._run(True, body)
+
+    async def acquire_claim(
+        self, session_id: str, *, holder: str, token: str, now: float, expires_at: float
+    ) -> None:
+        def body(db: sqlite3.Connection) -> None:
+            self._require(db, session_id)
+            check_acquire(session_id, self._claim(db, session_id), token, now)
+            db.execute(
+                "INSERT OR REPLACE INTO claims (session_id, holder, token, expires_at) "
+                "VALUES (?, ?, ?, ?)",
+                (session_id, holder, token, expires_at),
+            )
+
+        await self._run(True, body)
+
+    async def renew_claim(
+        self, session_id: str, *, holder: str, token: str, now: float, expires_at: float
+    ) -> None:
+        def body(db: sqlite3.Connection) -> None:
+            check_renew(session_id, self._claim(db, session_id), token, holder, now)
+            db.execute(
+                "UPDATE claims SET expires_at = ? WHERE session_id = ?", (expires_at, session_id)
+            )
+
+        await self._run(True, body)
+
+    async def release_claim(self, session_id: str, *, token: str) -> None:
+        def body(db: sqlite3.Connection) -> None:
+            db.execute("DELETE FROM claims WHERE session_id = ? AND token = ?", (session_id, token))
+
+        await self._run(True, body)
+
+    async def aclose(self) -> None:
+        async with self._lock:
+            connection, self._connection = self._connection, None
+            if connection is not None:
+                await trio.to_thread.run_sync(connection.close)
+            else:
+                await trio.lowlevel.checkpoint()
+
+
+class SqliteStore(SessionStore):
+    """Sessions in an SQLite database file (``open_store("sqlite:PATH")``)."""
+
+    def __init__(self, path: str | os.PathLike[str], **options: Any) -> None:
+        super().__init__(SqliteBackend(path), **options)
