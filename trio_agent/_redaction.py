@@ -9,17 +9,24 @@ chars]`` marker.
 :func:`redact_url` shows a URL without the credentials it may carry: the userinfo, query
 values with credential-like names or key-like values, path segments that look like keys,
 and any known secret.
+
+:func:`is_credential_header` is the one rule for which headers carry credentials: their
+values are hidden in reprs (:func:`redact_headers_repr`) and redacted from every error text
+(:func:`header_secrets`).
 """
 
 from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Mapping
 from urllib.parse import quote, quote_plus, urlsplit, urlunsplit
 
 __all__ = [
     "MIN_SECRET_LENGTH",
     "REDACTED",
+    "header_secrets",
+    "is_credential_header",
     "looks_like_secret",
     "redact_headers_repr",
     "redact",
@@ -154,16 +161,47 @@ def redact_url(url: str, *secrets: str | None) -> str:
     return redact(shown, *secrets)
 
 
-_CREDENTIAL_HEADER = re.compile(r"(?i)(authorization|api[-_]?key|token|secret|cookie|password)")
+# Authorization, Proxy-Authorization, cf-aig-authorization, x-api-key, api-key (Azure),
+# x-goog-api-key, Ocp-Apim-Subscription-Key, X-Auth-Token, x-amz-security-token, Cookie...
+_CREDENTIAL_HEADER = re.compile(
+    r"(?i)(auth|key|token|secret|cookie|passw(or)?d|credential|signature)"
+)
+# An auth scheme before the credential: "Bearer KEY", "Basic ...", "token KEY".
+_AUTH_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*[ ]+(\S.*)")
 
 
-def redact_headers_repr(headers: dict[str, str] | None) -> str:
-    """The ``repr`` of a header mapping with the values of credential headers hidden
-    (``Authorization``, ``x-api-key``, names containing ``token``, ``secret`` ...)."""
+def is_credential_header(name: str) -> bool:
+    """Whether a header named ``name`` carries a credential.
+
+    The one rule for headers: a name containing ``auth``, ``key``, ``token``, ``secret``,
+    ``cookie``, ``password``/``passwd``, ``credential`` or ``signature`` (any case), e.g.
+    ``Authorization``, ``x-api-key``, Azure's ``api-key``, ``Ocp-Apim-Subscription-Key``,
+    ``X-Auth-Token``. Their values are hidden in reprs and redacted from error texts.
+    """
+    return _CREDENTIAL_HEADER.search(name) is not None
+
+
+def header_secrets(headers: Mapping[str, str | None] | None) -> list[str]:
+    """The secrets of the credential headers (:func:`is_credential_header`) in ``headers``:
+    each value, and for a value with an auth scheme (``Bearer KEY``) the part after it,
+    which a server may echo alone."""
+    found: list[str] = []
+    for name, value in (headers or {}).items():
+        if not value or not is_credential_header(name):
+            continue
+        found.append(value)
+        scheme = _AUTH_SCHEME.fullmatch(value)
+        if scheme is not None:
+            found.append(scheme.group(1))
+    return found
+
+
+def redact_headers_repr(headers: Mapping[str, str | None] | None) -> str:
+    """The ``repr`` of a header mapping with the values of credential headers
+    (:func:`is_credential_header`) hidden."""
     if headers is None:
         return "None"
     shown = {
-        name: REDACTED if _CREDENTIAL_HEADER.search(name) else value
-        for name, value in headers.items()
+        name: REDACTED if is_credential_header(name) else value for name, value in headers.items()
     }
     return repr(shown)

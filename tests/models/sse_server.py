@@ -4,16 +4,18 @@ It runs on Trio in the test's nursery (see the ``sse_server`` fixture in ``conft
 records every request (method, path, headers, JSON body) and answers each one with the
 next :class:`ScriptedResponse`: a status, headers and a body given as byte chunks sent with
 chunked transfer encoding, optionally pausing between chunks (on Trio's clock), closing the
-connection before the body is complete, or hanging after the chunks until the client goes
-away. It records when a client closes a connection it was still serving, so a test can
-assert that cancelling a consumer closed the HTTP stream.
+connection before the body is complete, hanging after the chunks until the client goes
+away, repeating the last chunk until the client goes away (an endless body), or answering
+with a body built from the request (e.g. echoing its headers). It records when a client
+closes a connection it was still serving, so a test can assert that cancelling a consumer
+closed the HTTP stream.
 """
 
 from __future__ import annotations
 
 import json
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from typing import Any
 
@@ -46,6 +48,10 @@ class ScriptedResponse:
     """After the chunks, keep the connection open until the client closes it."""
     content_length: bool = False
     """Send the body with a ``content-length`` header instead of chunked encoding."""
+    endless: bool = False
+    """After the chunks, send the last one again and again until the client goes away."""
+    body_for: Callable[[RecordedRequest], bytes] | None = None
+    """Builds the body (one chunk) from the request, in place of :attr:`chunks`."""
 
 
 @attrs.frozen(kw_only=True)
@@ -91,7 +97,13 @@ def error_response(
     )
 
 
-_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 429: "Too Many Requests"}
+_REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    401: "Unauthorized",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+}
 
 
 class SseServer:
@@ -142,7 +154,11 @@ class SseServer:
                     if self._responses
                     else error_response(500, "no scripted response")
                 )
-                keep = self.keep_alive and not (response.close_early or response.hang)
+                if response.body_for is not None:
+                    response = attrs.evolve(response, chunks=[response.body_for(request)])
+                keep = self.keep_alive and not (
+                    response.close_early or response.hang or response.endless
+                )
                 await self._send(stream, response, keep_alive=keep)
                 if not keep:
                     return
@@ -177,6 +193,10 @@ class SseServer:
                 await stream.send_all(b"%x\r\n%s\r\n" % (len(chunk), chunk))
         if response.close_early:
             return
+        if response.endless:
+            last = b"%x\r\n%s\r\n" % (len(response.chunks[-1]), response.chunks[-1])
+            while True:
+                await stream.send_all(last)
         if response.hang:
             # Wait for the client to go away: EOF or a reset both count as a close.
             while await stream.receive_some(65536):

@@ -864,7 +864,9 @@ async def test_missing_api_key(
         stream_anthropic(server_model(sse_server), context, StreamOptions(), env)
     ) as stream:
         events = [event async for event in stream]
-    assert final_error(events).error_message == "No API key for provider: anthropic"
+    assert final_error(events).error_message == (
+        "No API key for provider: anthropic (set ANTHROPIC_API_KEY or pass api_key)"
+    )
     assert sse_server.requests == []
 
 

@@ -183,7 +183,11 @@ def test_connection_error_message_uses_the_deepest_cause() -> None:
         except OSError as inner:
             raise httpx.ConnectError("outer") from inner
     except httpx.ConnectError as exc:
-        assert connection_error_message(exc) == "Connection error.: refused deep down"
+        assert connection_error_message(exc) == "Connection error: refused deep down"
+        url = httpx.URL("https://user:pw@api.example.com:8443/v1?key=x")
+        assert connection_error_message(exc, url) == (
+            "Connection error (api.example.com:8443): refused deep down"
+        )
     assert connection_error_message(httpx.ReadTimeout("slow")) == "Request timed out."
 
 
@@ -230,7 +234,7 @@ async def test_send_with_retries_retries_connection_errors(
         # Backoff 0.5 s then 1 s, each times a factor in (0.75, 1].
         assert 1.125 <= elapsed <= 1.5
         attempts.clear()
-        with pytest.raises(ProviderStreamError, match=r"^Connection error\.: down$"):
+        with pytest.raises(ProviderStreamError, match=r"^Connection error \(test\): down$"):
             await send_with_retries(
                 client,
                 request,
@@ -330,7 +334,9 @@ async def test_driver_key_from_env_hook_and_missing(
     assert sse_server.requests[-1].headers["x-key"] == "hook-groq"
     events = await run(http_client, echo_model(base, provider="deepseek"))
     assert [e.type for e in events] == ["error"]
-    assert error_of(events) == "No API key for provider: deepseek"
+    assert error_of(events) == (
+        "No API key for provider: deepseek (set DEEPSEEK_API_KEY or pass api_key)"
+    )
     # The API's own auth header name makes a missing key acceptable.
     await run(http_client, echo_model(base, provider="deepseek"), headers={"X-Key": "manual"})
     assert sse_server.requests[-1].headers["x-key"] == "manual"

@@ -315,8 +315,8 @@ async def test_early_eof(sse_server: SseServer, http_client: httpx.AsyncClient) 
     message = final(events)
     assert message.stop_reason == "error"
     assert message.error_message == (
-        "Connection error.: peer closed connection without sending complete message body "
-        "(incomplete chunked read)"
+        f"Connection error (127.0.0.1:{sse_server.port}): peer closed connection without "
+        "sending complete message body (incomplete chunked read)"
     )
     assert message.content == [TextContent(text="Hel")]
 
@@ -378,7 +378,8 @@ async def test_connection_refused(http_client: httpx.AsyncClient) -> None:
     events = await collect(http_client, make_model(f"http://127.0.0.1:{port}"))
     assert types(events) == ["error"]
     assert final(events).error_message == (
-        f"Connection error.: [Errno 111] Error connecting to ('127.0.0.1', {port}): "
+        f"Connection error (127.0.0.1:{port}): [Errno 111] Error connecting to "
+        f"('127.0.0.1', {port}): "
         "Connection refused"
     )
 
@@ -390,7 +391,9 @@ async def test_missing_api_key(
     model = make_model(sse_server.base_url, provider="openai")
     events = await collect(http_client, model, api_key=None)
     assert types(events) == ["error"]
-    assert final(events).error_message == "No API key for provider: openai"
+    assert final(events).error_message == (
+        "No API key for provider: openai (set OPENAI_API_KEY or pass api_key)"
+    )
     assert sse_server.requests == []
 
 

@@ -32,10 +32,13 @@ Trio rule kept here: the generator never yields while a cancel scope of its own 
 Every await (request, body reads, hooks) runs inside a short-lived abort scope
 (:func:`~trio_agent._abort.open_abort_scope`); events are yielded outside it.
 
-API keys never appear in events, error messages, reprs or logs: error bodies are redacted
-before the API's formatter sees (and cuts) them, every error text is passed through
-:func:`redact` before it reaches the message, and httpx's log lines show URLs without
-credentials. Requests are logged to ``trio_agent.models`` (see ``docs/providers.md``).
+API keys never appear in events, error messages, reprs or logs: the secrets of a request
+are its key and the values of every credential header the caller sets (one rule,
+:func:`~trio_agent._redaction.is_credential_header`, the one ``repr(Model)`` uses); error
+bodies are redacted before the API's formatter sees (and cuts) them, every error text is
+passed through :func:`redact` before it reaches the message (:meth:`_HttpStream.terminal_for`,
+the one place a failure becomes the terminal event), and httpx's log lines show URLs
+without credentials. Requests are logged to ``trio_agent.models`` (see ``docs/providers.md``).
 """
 
 from __future__ import annotations
@@ -63,12 +66,13 @@ from .._abort import open_abort_scope
 from .._events import AssistantMessageEvent, DoneEvent, ErrorEvent
 from .._json_stream import parse_json_with_repair
 from .._messages import Model
-from .._redaction import redact, redact_url, url_secrets
+from .._redaction import header_secrets, redact, redact_url, url_secrets
 from .._streaming import LlmContext, ProviderResponse, StreamOptions
 from .._util import maybe_await
 from ._builder import AssistantMessageBuilder
 from ._request import (
     DEFAULT_MAX_RETRY_DELAY_MS,
+    ERROR_BODY_READ_LIMIT,
     HttpError,
     ProviderStreamError,
     client_error_text,
@@ -78,6 +82,7 @@ from ._request import (
     logger,
     retry_delay,
     send_with_retries,
+    unwind,
 )
 from ._sse import SseDecoder, SseEvent
 
@@ -100,6 +105,7 @@ __all__ = [
     "env_api_key",
     "error_text",
     "merge_headers",
+    "missing_key_message",
     "parse_sse_json",
     "redact",
     "redact_url",
@@ -304,6 +310,17 @@ def merge_headers(*layers: Mapping[str, str | None] | None) -> dict[str, str]:
     return dict(merged.values())
 
 
+def missing_key_message(provider: str) -> str:
+    """The error of a request without a key: pi's text, then what to set (issue 19).
+
+    ``No API key for provider: openai (set OPENAI_API_KEY or pass api_key)``; a provider
+    without a known variable: ``... (pass api_key or get_api_key)``.
+    """
+    name = ENV_API_KEYS.get(provider)
+    hint = f"set {name} or pass api_key" if name else "pass api_key or get_api_key"
+    return f"No API key for provider: {provider} ({hint})"
+
+
 def env_api_key(provider: str) -> str | None:
     """The API key of ``provider`` from its environment variable (:data:`ENV_API_KEYS`)."""
     name = ENV_API_KEYS.get(provider)
@@ -332,24 +349,10 @@ _DRAIN_SECONDS = 0.1
 """How long a finished response's rest is waited for before its connection is dropped."""
 _DRAIN_BYTES = 1 << 16
 """How much of a finished response's rest is read at most to keep its connection."""
-_JSON_BODY_LIMIT = 1 << 20
-"""How much of a JSON body that is not a stream is read for its error message."""
 
 
 class _Aborted(Exception):
     """Raised inside the stream when ``options.signal`` is found aborted."""
-
-
-async def _unwind(chunks: AsyncIterator[bytes]) -> None:
-    # httpx reads a body through a chain of nested async generators. Stopping early would
-    # leave them suspended until the garbage collector finalizes them (a ResourceWarning
-    # under Trio). With the response already closed, the next read fails at once and the
-    # failure unwinds the whole chain.
-    try:
-        async for _ in chunks:
-            pass
-    except Exception:
-        pass
 
 
 async def stream_http(
@@ -411,7 +414,7 @@ class _HttpStream:
         self.builder = AssistantMessageBuilder(
             api=model.api, provider=model.provider, model=model.id
         )
-        self.secrets: list[str] = []  # the key and caller-supplied auth header values
+        self.secrets: list[str] = []  # the key and the caller's credential header values
         self.started = False  # the response arrived and ``start`` was yielded
 
     def aborted(self) -> bool:
@@ -489,7 +492,7 @@ class _HttpStream:
             if response is not None:
                 await response.aclose()
             if chunks is not None:
-                await _unwind(chunks)
+                await unwind(chunks)
 
     async def read(self, chunks: AsyncIterator[bytes]) -> bytes | None:
         """The next piece of the body (``None`` at its end), inside an abort scope."""
@@ -576,7 +579,7 @@ class _HttpStream:
         """The error for a body that is one JSON document instead of a stream (F17): the
         API's HTTP error wording, with the response's status."""
         size = 0
-        while not ended and size <= _JSON_BODY_LIMIT:
+        while not ended and size <= ERROR_BODY_READ_LIMIT:
             try:
                 piece = await self.read(chunks)
             except ProviderStreamError:
@@ -599,19 +602,17 @@ class _HttpStream:
         model, options, api = self.model, self.options, self.api
         api_key = await _resolve_api_key(model, options, self.env)
         caller_headers = merge_headers(model.headers, options.headers)
-        auth_values = [
-            value
-            for name, value in caller_headers.items()
-            if name.lower() in api.auth_header_names and value
-        ]
-        self.secrets.extend(auth_values)
-        for value in auth_values:
-            if value.lower().startswith("bearer "):
-                self.secrets.append(value[7:])
+        # Every credential header the caller sets is a secret (one rule, the one reprs
+        # use); only the API's auth headers make a missing key acceptable, as in pi.
+        self.secrets.extend(header_secrets(caller_headers))
         if api_key is not None:
             self.secrets.append(api_key)
-        if api_key is None and not auth_values:
-            raise ProviderStreamError(f"No API key for provider: {model.provider}")
+        has_auth_header = any(
+            name.lower() in api.auth_header_names and value
+            for name, value in caller_headers.items()
+        )
+        if api_key is None and not has_auth_header:
+            raise ProviderStreamError(missing_key_message(model.provider))
         if any(_has_control_character(secret) for secret in self.secrets):
             # httpx would reject the header with the key in its message.
             raise ProviderStreamError(

@@ -14,13 +14,15 @@ redacting the keys of the requests in flight (:func:`logged_secrets`).
 
 from __future__ import annotations
 
+import codecs
 import json
 import logging
 import math
 import random
+import socket
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -36,6 +38,7 @@ from .._streaming import StreamOptions
 
 __all__ = [
     "DEFAULT_MAX_RETRY_DELAY_MS",
+    "ERROR_BODY_READ_LIMIT",
     "HttpError",
     "ProviderStreamError",
     "client_error",
@@ -45,8 +48,10 @@ __all__ = [
     "error_text",
     "logged_secrets",
     "logger",
+    "read_error_body",
     "retry_delay",
     "send_with_retries",
+    "unwind",
 ]
 
 DEFAULT_MAX_RETRY_DELAY_MS = 60_000
@@ -67,7 +72,8 @@ class HttpError:
     status: int
     headers: Mapping[str, str]
     body: str
-    """The full response body as text, already redacted (formatters may cut it with
+    """The response body as text (at most :data:`ERROR_BODY_READ_LIMIT` bytes of it, see
+    :func:`read_error_body`), already redacted (formatters may cut it with
     :func:`~._http.truncate_body` or :func:`~._http.truncate_json_error`)."""
 
 
@@ -81,24 +87,44 @@ def error_text(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-def connection_error_message(exc: BaseException) -> str:
-    """``Connection error.: <cause>`` with the deepest cause's message.
+def _origin(url: httpx.URL) -> str:
+    # The host (with the port when the URL names one); no userinfo, path or query.
+    host = f"[{url.host}]" if ":" in url.host else url.host
+    return f"{host}:{url.port}" if url.port is not None else host
 
-    Timeouts read ``Request timed out.``.
+
+def connection_error_message(exc: BaseException, url: httpx.URL | None = None) -> str:
+    """The error text of a failed connection: the host and the deepest cause.
+
+    ``Connection error (api.example.com): <cause>``, the host taken from ``url`` or the
+    request of an httpx error; a host name that does not resolve reads ``Connection
+    error (<host>): the host name cannot be resolved (<cause>)``. Timeouts read
+    ``Request timed out.`` as in pi.
     """
     if isinstance(exc, httpx.TimeoutException):
         return "Request timed out."
+    if url is None and isinstance(exc, httpx.RequestError):
+        try:
+            url = exc.request.url
+        except RuntimeError:  # an httpx error raised without its request
+            url = None
     deepest: BaseException = exc
+    unresolved = False
     seen: set[int] = set()
     while id(deepest) not in seen:
         seen.add(id(deepest))
+        unresolved = unresolved or isinstance(deepest, socket.gaierror)
         cause = deepest.__cause__ or deepest.__context__
         if isinstance(deepest, BaseExceptionGroup) and deepest.exceptions:
             cause = deepest.exceptions[0]
         if cause is None:
             break
         deepest = cause
-    return f"Connection error.: {error_text(deepest)}"
+    reason = error_text(deepest)
+    if unresolved:
+        reason = f"the host name cannot be resolved ({reason})"
+    where = f" ({_origin(url)})" if url is not None and url.host else ""
+    return f"Connection error{where}: {reason}"
 
 
 # ---------------------------------------------------------------------------------------
@@ -143,6 +169,59 @@ def _install_httpx_log_filter() -> None:
 
 
 _install_httpx_log_filter()
+
+
+# ---------------------------------------------------------------------------------------
+# Error bodies
+
+
+ERROR_BODY_READ_LIMIT = 1 << 16
+"""How many bytes of an error body are read (64 KiB). A longer body, or one that never
+ends, is cut there and its connection closed; the cut text ends with
+``… [error body cut at 65536 bytes]``."""
+
+
+async def unwind(chunks: AsyncIterator[bytes]) -> None:
+    """Finish the body iterator of a closed response.
+
+    httpx reads a body through a chain of nested async generators. Stopping early would
+    leave them suspended until the garbage collector finalizes them (a ResourceWarning
+    under Trio). With the response already closed, the next read fails at once and the
+    failure unwinds the whole chain.
+    """
+    try:
+        async for _ in chunks:
+            pass
+    except Exception:
+        pass
+
+
+async def read_error_body(response: httpx.Response, secrets: Sequence[str] = ()) -> str:
+    """The text of an error response's body, at most :data:`ERROR_BODY_READ_LIMIT` bytes
+    of it, redacted (``secrets``); closes the response.
+
+    A body that fails to arrive (a dropped connection) reads as what came before.
+    """
+    data = bytearray()
+    cut = False
+    pieces = response.aiter_bytes()
+    try:
+        async for piece in pieces:
+            data += piece
+            if len(data) > ERROR_BODY_READ_LIMIT:
+                cut = True
+                break
+    except httpx.TransportError:
+        pass
+    finally:
+        await response.aclose()
+        await unwind(pieces)
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    # Not final after a cut: a character the cut split is dropped, not replaced.
+    text = decoder.decode(bytes(data[:ERROR_BODY_READ_LIMIT]), final=not cut)
+    # Redacted before the marker, so that a key the cut split is removed too.
+    text = redact(text, *secrets)
+    return f"{text}… [error body cut at {ERROR_BODY_READ_LIMIT} bytes]" if cut else text
 
 
 # ---------------------------------------------------------------------------------------
@@ -277,7 +356,7 @@ async def send_with_retries(
 
     Raises:
         ProviderStreamError: with the final error message (HTTP error wording from
-            ``format_http_error``, ``Connection error.: <cause>``, the redirect message,
+            ``format_http_error``, ``Connection error (<host>): <cause>``, the redirect message,
             or ``Server requested <n>s retry delay (max: <m>s). <error>`` when a
             server-requested delay exceeds ``options.max_retry_delay_ms``, where
             ``<error>`` comes from ``format_retry_error`` if given).
@@ -302,7 +381,7 @@ async def send_with_retries(
         try:
             response = await client.send(request, stream=True, follow_redirects=False)
         except httpx.TransportError as exc:
-            message = connection_error_message(exc)
+            message = connection_error_message(exc, request.url)
         else:
             if response.status_code < 300:
                 return response
@@ -312,13 +391,8 @@ async def send_with_retries(
                 await response.aclose()
                 message = _redirect_text(response, secrets)
                 raise ProviderStreamError(message)
-            try:
-                body = (await response.aread()).decode("utf-8", errors="replace")
-            except httpx.TransportError:
-                body = ""
-            finally:
-                await response.aclose()
-            error = HttpError(status=status, headers=headers, body=redact(body, *secrets))
+            body = await read_error_body(response, secrets)
+            error = HttpError(status=status, headers=headers, body=body)
             message = format_http_error(error, model)
         if attempt >= max_retries or not _is_retryable(status, headers):
             raise ProviderStreamError(message)
