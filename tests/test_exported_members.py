@@ -28,6 +28,7 @@ EXPECTED: dict[types.ModuleType, set[str]] = {
         "DoneEvent", "ErrorEvent", "ImageContent", "LlmContext", "Message", "MessageEndEvent",
         "MessageStartEvent", "MessageUpdateEvent", "Model", "ModelCost",
         "NothingToContinueError", "PrepareNextTurnContext", "PrepareRequestContext",
+        "LimitReached", "RunEnding", "RunResult", "UsageLimits", "UsageTally", "sum_usage",
         "ProviderResponse", "QueueMode", "SerializationError", "StartEvent", "StopReason",
         "StreamFn", "StreamOptions", "SystemMessage", "TextContent", "TextDeltaEvent",
         "TextEndEvent", "TextStartEvent", "ThinkingContent", "ThinkingDeltaEvent",

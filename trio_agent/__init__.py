@@ -113,6 +113,14 @@ from ._validation import validate_tool_arguments as validate_tool_arguments
 # --- tool decorator (_tool_decorator.py) -----------------------------------------------
 from ._tool_decorator import tool as tool
 
+# --- run results and usage limits (_run_result.py) -------------------------------------
+from ._run_result import LimitReached as LimitReached
+from ._run_result import RunEnding as RunEnding
+from ._run_result import RunResult as RunResult
+from ._run_result import UsageLimits as UsageLimits
+from ._run_result import UsageTally as UsageTally
+from ._run_result import sum_usage as sum_usage
+
 # --- agent (_agent.py) -----------------------------------------------------------------
 from ._agent import Agent as Agent
 from ._agent import AgentInitialState as AgentInitialState

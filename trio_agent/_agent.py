@@ -46,6 +46,7 @@ from ._messages import (
     ThinkingLevel,
     ToolExecutionMode,
 )
+from ._run_result import RunResult, UsageLimits
 from ._streaming import (
     ProviderResponse,
     StreamFn,
@@ -480,6 +481,7 @@ class Agent:
         max_tokens: int | None = None,
         max_retries: int | None = None,
         headers: dict[str, str | None] | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> None:
         if initial_state is not None and not isinstance(initial_state, AgentInitialState):
             raise TypeError(
@@ -563,6 +565,13 @@ class Agent:
             temperature=temperature,
         )
         self.tool_execution: ToolExecutionMode = tool_execution
+        if usage_limits is not None and not isinstance(usage_limits, UsageLimits):
+            raise TypeError(
+                f"Agent(): usage_limits must be a UsageLimits or None, got {usage_limits!r}"
+            )
+        self.usage_limits = usage_limits
+        """Limits on what this agent's runs use (``None``: none); may be shared with
+        other agents, which then draw on one budget."""
         self._steering = _Queue(_check_mode(steering_mode))
         self._follow_up = _Queue(_check_mode(follow_up_mode))
         # Replaced, never changed in place: an event goes to the listeners of its start.
@@ -812,13 +821,15 @@ class Agent:
         self,
         input: str | AgentMessage | Sequence[AgentMessage],
         images: Sequence[ImageContent] | None = None,
-    ) -> None:
+    ) -> RunResult:
         """Run the agent on new input and return when the run has fully settled.
 
         ``input`` is a text (with optional ``images``), one message, or a list of
-        messages (used as given). Provider failures do not raise: inspect
-        ``state.error_message`` or the last message. Cancelling the caller's scope aborts
-        the run, delivers its closing events and re-raises ``trio.Cancelled``.
+        messages (used as given). Provider failures do not raise: the returned
+        :class:`~trio_agent.RunResult` says how the run ended (``ending``, ``error``,
+        ``abort_reason``, ``limit``), what it added and its usage. Cancelling the
+        caller's scope aborts the run, delivers its closing events and re-raises
+        ``trio.Cancelled``.
 
         Raises:
             AgentBusyError: a run is already active.
@@ -830,13 +841,14 @@ class Agent:
         if self._active is not None:
             raise AgentBusyError(_PROMPT_BUSY)
         messages = prompt_messages(input, images)
-        await self._run_prompt(messages, skip_initial_steering_poll=False)
+        return await self._run_prompt(messages, skip_initial_steering_poll=False)
 
-    async def continue_(self) -> None:
+    async def continue_(self) -> RunResult:
         """Continue from the current transcript.
 
         From an assistant tail, queued steering (then follow-up) messages become the
-        input; from any other tail the loop continues as is.
+        input; from any other tail the loop continues as is. Returns the run's
+        :class:`~trio_agent.RunResult`.
 
         Raises:
             AgentBusyError: a run is already active.
@@ -854,14 +866,12 @@ class Agent:
         if messages[-1].role == "assistant":
             steering = self._steering.drain()
             if steering:
-                await self._run_prompt(steering, skip_initial_steering_poll=True)
-                return
+                return await self._run_prompt(steering, skip_initial_steering_poll=True)
             follow_ups = self._follow_up.drain()
             if follow_ups:
-                await self._run_prompt(follow_ups, skip_initial_steering_poll=False)
-                return
+                return await self._run_prompt(follow_ups, skip_initial_steering_poll=False)
             raise NothingToContinueError("Cannot continue from message role: assistant")
-        await self._run(
+        return await self._run(
             lambda context, config, emit, signal: run_agent_loop_continue(
                 context,
                 config,
@@ -874,8 +884,8 @@ class Agent:
 
     async def _run_prompt(
         self, messages: list[AgentMessage], *, skip_initial_steering_poll: bool
-    ) -> None:
-        await self._run(
+    ) -> RunResult:
+        return await self._run(
             lambda context, config, emit, signal: run_agent_loop(
                 messages,
                 context,
@@ -926,6 +936,7 @@ class Agent:
             tool_execution=self.tool_execution,
             before_tool_call=self.before_tool_call,
             after_tool_call=self.after_tool_call,
+            usage_limits=self.usage_limits,
         )
 
     async def _run(
@@ -936,7 +947,7 @@ class Agent:
         ],
         *,
         skip_initial_steering_poll: bool,
-    ) -> None:
+    ) -> RunResult:
         if self._active is not None:
             raise AgentBusyError("Agent is already processing.")
         run = _ActiveRun(
@@ -953,7 +964,9 @@ class Agent:
         try:
             context = AgentContext(messages=list(state.messages), tools=list(state.tools))
             signal = run.controller.signal
-            await executor(context, self._loop_config(run), _ListenerSink(self, signal), signal)
+            added = await executor(
+                context, self._loop_config(run), _ListenerSink(self, signal), signal
+            )
         finally:
             self._steering.restore()
             self._follow_up.restore()
@@ -962,6 +975,7 @@ class Agent:
             state._pending_tool_calls = frozenset()
             self._active = None
             run.idle.set()
+        return RunResult.of(added, signal)
 
     def _reduce(self, event: AgentEvent) -> None:
         """Reduce an event into :attr:`state`."""

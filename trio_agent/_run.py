@@ -54,6 +54,7 @@ from ._messages import (
     ToolResultMessage,
     Usage,
 )
+from ._run_result import LimitReached, UsageLimits
 from ._sink import AgentEventSink
 from ._streaming import (
     LlmContext,
@@ -144,6 +145,10 @@ class AgentLoopConfig:
     after_tool_call: AfterToolCallHook | None = None
     """Called for each call that ran; may override fields of its result (see
     :data:`~trio_agent.loop.AfterToolCallHook`)."""
+    usage_limits: UsageLimits | None = None
+    """Limits checked before each request and each tool execution; one that is reached
+    aborts the run with a :class:`~trio_agent.LimitReached` reason (see
+    :class:`~trio_agent.UsageLimits`)."""
 
 
 @attrs.define(eq=False)
@@ -226,6 +231,7 @@ class Run:
         self.at = Position()
         self.failure: AssistantMessage | None = None
         self.execution_events: ExecutionEvents | None = None
+        self.tool_limit_reached: LimitReached | None = None
         self._request: tuple[str | None, ThinkingLevel, StreamOptions] | None = None
         # Closing under the caller's cancellation or a BaseException.
         self.grace_deadline: float | None = None
@@ -369,8 +375,9 @@ class Run:
                             prepared = self.apply_turn_update(update)
                     if not pending:
                         pending = await self.poll(config.get_steering_messages)
-                    # An abort in prepare_next_turn ends the run before a new turn starts
-                    # and before drained messages are delivered.
+                    # An abort in prepare_next_turn (or a spent usage limit) ends the run
+                    # before a new turn starts and before drained messages are delivered.
+                    self.check_limit(self.config.usage_limits, "exhausted")
                     await trio.lowlevel.checkpoint_if_cancelled()
                     self.at.next_turn()
                     await self.emit(TurnStartEvent())
@@ -416,6 +423,7 @@ class Run:
                             before_tool_call=config.before_tool_call,
                             after_tool_call=config.after_tool_call,
                             signal=self.signal,
+                            refuse_execution=self.refuse_tool_call,
                         )
                     tool_results = batch.result_messages
                     has_more_tool_calls = not batch.terminate
@@ -505,6 +513,26 @@ class Run:
         self._llm_cache = (messages, len(messages), messages[-1] if messages else None, converted)
         return list(converted)
 
+    def check_limit(
+        self, limits: UsageLimits | None, check: Literal["exhausted", "before_request"]
+    ) -> None:
+        """Abort the run (the caller then checkpoints) if ``limits`` forbid a request."""
+        reached = self.tool_limit_reached
+        if reached is None and limits is not None:
+            reached = limits.exhausted() if check == "exhausted" else limits.before_request()
+        if reached is not None:
+            self.signal._abort(reached)
+
+    def refuse_tool_call(self) -> str | None:
+        """Count a tool execution against the usage limits; the refusal text if it is one
+        too many (the run then ends after this turn)."""
+        limits = self.config.usage_limits
+        reached = limits.before_tool_call() if limits is not None else None
+        if reached is None:
+            return None
+        self.tool_limit_reached = reached
+        return str(reached)
+
     def apply_turn_update(
         self, update: AgentLoopTurnUpdate | AgentRequestUpdate
     ) -> list[AgentMessage]:
@@ -550,7 +578,9 @@ class Run:
         if not isinstance(self.model, Model):  # a hook's replacement, say
             raise TypeError(f"the run's model must be a Model, got {self.model!r}")
         stream_fn = self.stream_fn if self.stream_fn is not None else get_default_stream_fn()
-        # No provider request after an abort, even when the hooks above never checkpointed.
+        # No provider request after an abort (or past a usage limit), even when the hooks
+        # above never checkpointed.
+        self.check_limit(self.config.usage_limits, "before_request")
         await trio.lowlevel.checkpoint_if_cancelled()
         self.at.requested = True
         events = await iterate_stream(
@@ -599,6 +629,8 @@ class Run:
         # The response is set first: a close after a listener's error on either event
         # goes on from here instead of making the response again.
         self.at.response = final
+        if self.config.usage_limits is not None:
+            self.config.usage_limits.used.add(final.usage)
         if self.at.partial is not None:
             self.context.messages[-1] = final
         else:
@@ -713,6 +745,8 @@ class Run:
                 # Aborted while the response streams, or after turn_start but before the
                 # request (then there is no response for finish_turn to see).
                 text = REQUEST_ABORTED if self.at.requested else OPERATION_ABORTED
+                if isinstance(self.signal.reason, LimitReached):
+                    text = str(self.signal.reason)
                 self.at.finish_turn_called = not self.at.requested
                 await self.finish_response(self.synthesize("aborted", text))
             response = self.at.response

@@ -425,6 +425,7 @@ class ToolBatch:
         before_tool_call: BeforeToolCallHook | None,
         after_tool_call: AfterToolCallHook | None,
         signal: AbortSignal,
+        refuse_execution: Callable[[], str | None] | None = None,
     ) -> None:
         """Execute the batch.
 
@@ -471,6 +472,9 @@ class ToolBatch:
                 prepared = await _prepare(call.tool_call, call.tool, hooks)
                 if isinstance(prepared, AgentToolCallOutcome):
                     await self._end(call, prepared)
+                elif refuse_execution is not None and (refusal := refuse_execution()):
+                    # A usage limit: this call gets the refusal as its error result.
+                    await self._end(call, _immediate(call.tool_call, refusal))
                 elif sequential:
                     nursery.start_soon(execute, call, prepared)
                     await self._dispatch(1)
