@@ -32,7 +32,6 @@ from ._faults import cancel_at as cancel_at
 from ._faults import raise_at as raise_at
 
 # --- cassettes (_cassette.py) -----------------------------------------------------------
-from ._cassette import CASSETTE_VERSION as CASSETTE_VERSION
 from ._cassette import CassetteError as CassetteError
 from ._cassette import CassetteMismatchError as CassetteMismatchError
 from ._cassette import CassetteTransport as CassetteTransport
