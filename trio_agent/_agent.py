@@ -23,6 +23,7 @@ import attrs
 import trio
 
 from ._abort import AbortController, AbortSignal
+from ._agent_tool import agent_as_tool
 from ._checks import (
     check_callable,
     check_message,
@@ -799,6 +800,30 @@ class Agent:
         if active.contains_current_task():
             raise AgentError(_WAIT_FOR_ITSELF)
         await active.idle.wait()
+
+    def as_tool(
+        self, *, name: str, description: str, label: str | None = None, fresh: bool = True
+    ) -> AgentTool:
+        """This agent as a tool another agent can call with ``{"prompt": "..."}``.
+
+        The call runs ``self.prompt(prompt)`` in the tool's task: the parent's abort
+        cancels this agent's run at once (it closes like any cancelled run and the call
+        ends with the parent's abort result), this agent's streamed text reaches the
+        parent as tool progress (``tool_execution_update``), and the result carries the
+        final text, ``details={"agent": name, "ending": ...}`` and the run's usage. A run
+        that ended in an error, an abort or a limit gives an error result. Give both
+        agents one :class:`~trio_agent.UsageLimits` to draw on one budget. The tool runs
+        its calls one at a time (``execution_mode="sequential"``).
+
+        Args:
+            name: The tool's name.
+            description: What the model is told the tool does.
+            label: A human-readable label (default: ``name``).
+            fresh: Start every call from this agent's system message (``reset()``); with
+                ``False`` the calls continue one conversation, kept in this agent's
+                transcript.
+        """
+        return agent_as_tool(self, name=name, description=description, label=label, fresh=fresh)
 
     def reset(self) -> None:
         """Clear the transcript down to its consolidated system message, the runtime
