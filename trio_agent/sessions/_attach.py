@@ -17,6 +17,7 @@ import typing
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
+from .._abort import AbortSignal
 from .._exceptions import AgentBusyError
 from .._messages import AssistantMessage, ThinkingLevel
 from ._entries import (
@@ -58,7 +59,7 @@ class _Recorder:
             self.thinking_level = state.thinking_level
         return changes
 
-    async def __call__(self, event: Any) -> None:
+    async def __call__(self, event: Any, signal: AbortSignal) -> None:
         kind = event.type
         session = self.session
         if kind == "message_end":
@@ -89,11 +90,12 @@ class _Recorder:
             messages = event.messages
             last = messages[-1] if messages else None
             outcome: RunOutcome = "completed"
-            if isinstance(last, AssistantMessage):
-                if last.stop_reason == "aborted":
-                    outcome = "aborted"
-                elif last.stop_reason == "error":
-                    outcome = "failed"
+            if signal.aborted or (
+                isinstance(last, AssistantMessage) and last.stop_reason == "aborted"
+            ):
+                outcome = "aborted"
+            elif isinstance(last, AssistantMessage) and last.stop_reason == "error":
+                outcome = "failed"
             run_id, self.run_id = self.run_id or "", None
             await session.finish_run(run_id, outcome)
 
