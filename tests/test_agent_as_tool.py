@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import trio
 import trio.testing
 from test_agent_trio import make_agent
@@ -9,10 +11,15 @@ from test_agent_trio import make_agent
 from trio_agent import (
     AgentEvent,
     AssistantMessage,
+    LlmContext,
+    Model,
+    StreamFn,
+    StreamOptions,
     TextContent,
     ToolResultMessage,
     UsageLimits,
 )
+from trio_agent._util import maybe_await
 from trio_agent.models import faux_assistant_message, faux_tool_call
 from trio_agent.testing import EventRecorder
 
@@ -106,23 +113,20 @@ async def test_a_shared_budget_stops_the_child_too(
     assert result.ending == "limit"
 
 
-def _slow(stream_fn: object) -> object:
-    from trio_agent import LlmContext, Model, StreamOptions
-
-    async def slow(model: Model, context: LlmContext, options: StreamOptions) -> object:
+def _slow(stream_fn: StreamFn) -> StreamFn:
+    async def slow(model: Model, context: LlmContext, options: StreamOptions) -> Any:
         await trio.sleep(1)
-        return stream_fn(model, context, options)  # type: ignore[operator]
+        return await maybe_await(stream_fn(model, context, options))
 
     return slow
 
 
-def _spend_one_more(stream_fn: object, limits: UsageLimits) -> object:
+def _spend_one_more(stream_fn: StreamFn, limits: UsageLimits) -> StreamFn:
     """The parent's first request also spends one from the shared budget elsewhere."""
-    from trio_agent import LlmContext, Model, StreamOptions
 
-    def spend(model: Model, context: LlmContext, options: StreamOptions) -> object:
+    def spend(model: Model, context: LlmContext, options: StreamOptions) -> Any:
         if limits.used.requests == 1:
             limits.used.requests += 1
-        return stream_fn(model, context, options)  # type: ignore[operator]
+        return stream_fn(model, context, options)
 
     return spend
