@@ -17,6 +17,7 @@ from trio_agent import (
     AgentToolUpdateCallback,
     AssistantMessage,
     TextContent,
+    ToolResultMessage,
     content_text,
 )
 from trio_agent.serialization import to_dict
@@ -159,11 +160,11 @@ async def test_an_aborted_run_is_committed_and_the_next_prompt_works(
                 agent.abort()
             stored = await store.open("s")
             results = [
-                e.message
+                content_text(e.message.content)
                 for e in stored.entries
-                if isinstance(e, MessageEntry) and e.message.role == "toolResult"
+                if isinstance(e, MessageEntry) and isinstance(e.message, ToolResultMessage)
             ]
-            assert [r.content[0].text for r in results] == ["Operation aborted"] * 2  # type: ignore[union-attr]
+            assert results == ["Operation aborted"] * 2
             finished = stored.entries[-1]
             assert isinstance(finished, RunFinishedEntry) and finished.outcome == "aborted"
             assert stored.unfinished_run() is None and stored.unanswered_tool_calls() == []
