@@ -880,9 +880,10 @@ class ContextTracker:
 
     The estimate is pi-ai's (:func:`~trio_agent.compaction.estimate_context_tokens`) over
     the messages the model sees (a summary as its user message, other application
-    messages as nothing), with one rule from pi-coding-agent: a response before the last
-    :class:`CompactionSummary` no longer reports the context (it described the transcript
-    before the compaction).
+    messages as nothing), with one more rule, the one pi-coding-agent applies to its
+    session: only a response newer than the last :class:`CompactionSummary` reports the
+    context (a response the compaction kept described the transcript before it, even
+    when it is as new as the summary to the millisecond).
 
     :meth:`update` reads only the messages appended since its previous call, so calling
     it before every request costs O(new messages). It recognises an append-only list by
@@ -895,6 +896,7 @@ class ContextTracker:
         "_last",
         "_newest",
         "_seen",
+        "_summary_time",
         "_total",
         "_trailing",
         "_usage",
@@ -913,6 +915,7 @@ class ContextTracker:
         self._usage_index: int | None = None
         self._trailing = 0  # estimates of the messages after the anchor (all, without one)
         self._total = 0  # estimates of every message since the last summary
+        self._summary_time = -math.inf
 
     def update(self, messages: Sequence[AgentMessage]) -> int:
         """Take in ``messages`` (the whole current transcript); return :meth:`tokens`."""
@@ -938,10 +941,15 @@ class ContextTracker:
             self._usage, self._usage_index = 0, None
             self._trailing = self._total = self._total + estimate_message_tokens(llm)
             self._newest = max(self._newest, llm.timestamp)
+            self._summary_time = llm.timestamp
             return
         tokens = estimate_message_tokens(llm)
         self._total += tokens
-        if isinstance(llm, AssistantMessage) and usage_applies(llm, self._newest):
+        if (
+            isinstance(llm, AssistantMessage)
+            and llm.timestamp > self._summary_time
+            and usage_applies(llm, self._newest)
+        ):
             self._usage, self._usage_index = calculate_context_tokens(llm.usage), index
             self._trailing = 0
         else:
