@@ -194,7 +194,7 @@ async def test_a_cassette_cut_at_any_chunk_replays_the_live_cut(
         last = replayed[-1]
         assert last.type == "error"
         assert last.error.error_message is not None
-        assert last.error.error_message.startswith("Connection error.: ")
+        assert last.error.error_message.startswith("Connection error")
 
 
 def _cut_chunks(chunks: tuple[RecordedChunk, ...], size: int) -> tuple[RecordedChunk, ...]:
@@ -439,7 +439,22 @@ async def test_retries_and_connection_errors_replay(
     assert normalized(replayed) == normalized(live)
     assert live[-1].type == "error"
     assert live[-1].error.error_message is not None
-    assert live[-1].error.error_message.startswith("Connection error.: ")
+    assert live[-1].error.error_message.startswith("Connection error")
+
+
+async def test_an_unresolved_host_replays_with_its_cause(tmp_path: Path) -> None:
+    # Real clock: the name lookup runs in a thread, which an autojump clock would outrun.
+    unknown = make_model(COMPLETIONS, "http://no-such-host.invalid")
+    path = tmp_path / "unknown.json"
+    with trio.fail_after(30):
+        live = await stream_once(CassetteTransport(path), unknown)
+    (interaction,) = load_cassette(path)
+    assert interaction.error is not None
+    assert interaction.error.cause_type == "socket.gaierror"
+    replayed = await stream_once(CassetteTransport(path, mode="none"), unknown)
+    assert normalized(replayed) == normalized(live)
+    assert live[-1].type == "error"
+    assert "the host name cannot be resolved" in str(live[-1].error.error_message)
 
 
 async def test_a_recording_cut_short_by_its_client_fails_further_reads(
@@ -455,8 +470,10 @@ async def test_a_recording_cut_short_by_its_client_fails_further_reads(
     events = await stream_once(transport, make_model(COMPLETIONS, "http://api.example"))
     last = events[-1]
     assert last.type == "error"
-    assert last.error.error_message == (
-        f"Connection error.: cassette {path}: the recording of this response stopped after "
+    assert last.error.error_message is not None
+    assert last.error.error_message.startswith("Connection error")
+    assert last.error.error_message.endswith(
+        f": cassette {path}: the recording of this response stopped after "
         "2 chunks (the recording client stopped reading)"
     )
 

@@ -16,9 +16,12 @@ anything is written (see :func:`redact_request`). The record modes are vcrpy's.
 from __future__ import annotations
 
 import base64
+import builtins
 import difflib
 import json
 import os
+import socket
+import ssl
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
@@ -125,6 +128,9 @@ class RecordedError:
     """Its message."""
     cause: str | None = None
     """The message of its deepest cause, when it has one (providers quote it)."""
+    cause_type: str | None = None
+    """The class of that cause (``socket.gaierror``, ``ConnectionRefusedError``, ...);
+    replayed as that class when it is a builtin, ``socket`` or ``ssl`` exception."""
     at: float = 0.0
     """Seconds after the request was sent."""
 
@@ -307,6 +313,8 @@ def _error_to_json(error: RecordedError) -> dict[str, Any]:
     fields: dict[str, Any] = {"type": error.type, "message": error.message}
     if error.cause is not None:
         fields["cause"] = error.cause
+    if error.cause_type is not None:
+        fields["cause_type"] = error.cause_type
     fields["at"] = error.at
     return fields
 
@@ -316,6 +324,7 @@ def _error_from_json(fields: dict[str, Any]) -> RecordedError:
         type=fields["type"],
         message=fields["message"],
         cause=fields.get("cause"),
+        cause_type=fields.get("cause_type"),
         at=float(fields.get("at", 0.0)),
     )
 
@@ -528,6 +537,11 @@ class _Recording:
     def elapsed(self) -> float:
         return round(trio.current_time() - self.start, _PRECISION)
 
+    @property
+    def answered(self) -> bool:
+        """Whether the response (or the request's error) arrived."""
+        return self.status != 0 or self.request_error is not None
+
     def interaction(self) -> Interaction:
         if self.request_error is not None:
             return Interaction(request=self.request, error=self.request_error)
@@ -563,16 +577,43 @@ def _recorded_error(exc: Exception, at: float, secrets: Sequence[str]) -> Record
         if cause is None:
             break
         deepest = cause
-    cause_text = None
+    cause_text = cause_type = None
     if deepest is not exc:
         cause_text = redact(str(deepest) or type(deepest).__name__, *secrets)
+        kind = type(deepest)
+        cause_type = (
+            kind.__qualname__
+            if kind.__module__ == "builtins"
+            else (f"{kind.__module__}.{kind.__qualname__}")
+        )
     return RecordedError(
-        type=type(exc).__name__, message=redact(str(exc), *secrets), cause=cause_text, at=at
+        type=type(exc).__name__,
+        message=redact(str(exc), *secrets),
+        cause=cause_text,
+        cause_type=cause_type,
+        at=at,
     )
 
 
 class _Cause(Exception):
-    """The recorded deepest cause of a replayed transport error."""
+    """The recorded deepest cause of a replayed transport error (its class unknown)."""
+
+
+# Where a recorded cause's class may come from; anything else replays as _Cause.
+_CAUSE_MODULES = {"builtins": builtins, "socket": socket, "ssl": ssl}
+
+
+def _replayed_cause(error: RecordedError) -> BaseException:
+    text = error.cause or ""
+    module_name, _, name = (error.cause_type or "").rpartition(".")
+    module = _CAUSE_MODULES.get(module_name or "builtins")
+    kind = getattr(module, name, None) if module is not None else None
+    if isinstance(kind, type) and issubclass(kind, Exception):
+        try:
+            return kind(text)
+        except Exception:
+            pass
+    return _Cause(text)
 
 
 def _replayed_error(error: RecordedError, request: httpx.Request) -> httpx.TransportError:
@@ -581,7 +622,7 @@ def _replayed_error(error: RecordedError, request: httpx.Request) -> httpx.Trans
         cls = httpx.TransportError
     exc = cls(error.message, request=request)
     if error.cause is not None:
-        exc.__cause__ = _Cause(error.cause)
+        exc.__cause__ = _replayed_cause(error)
     return exc
 
 
@@ -718,9 +759,10 @@ class CassetteTransport(httpx.AsyncBaseTransport):
 
     @property
     def interactions(self) -> list[Interaction]:
-        """The loaded interactions, then those recorded so far."""
+        """The loaded interactions, then those recorded so far (a request still waiting
+        for its response is left out)."""
         return [entry.interaction for entry in self._entries] + [
-            recording.interaction() for recording in self._recordings
+            recording.interaction() for recording in self._recordings if recording.answered
         ]
 
     @property
