@@ -26,6 +26,7 @@ from trio_agent import (
     AgentInitialState,
     AgentTool,
     AgentToolResult,
+    AssistantMessage,
     ImageContent,
     TextContent,
     ToolResultMessage,
@@ -124,6 +125,7 @@ async def test_stdio_tools_run_in_an_agent() -> None:
         assert sorted(named) == [
             "demo_add",
             "demo_area",
+            "demo_die",
             "demo_fail",
             "demo_media",
             "demo_protocol_error",
@@ -302,6 +304,7 @@ async def test_streamable_http(http_server: str) -> None:
         assert sorted(named) == [
             "add",
             "area",
+            "die",
             "fail",
             "media",
             "protocol_error",
@@ -362,22 +365,60 @@ async def test_connection_failures_name_the_server_without_secrets() -> None:
     )
     assert caught.value.__cause__ is not None
 
-    missing = StdioServerParameters(command="/nonexistent/mcp-server", args=["--token=secret"])
+    missing = StdioServerParameters(
+        command="/nonexistent/mcp-server",
+        args=["--token=secret", "--api-key", "secret-2", "--verbose", "-p", "8"],
+    )
     with pytest.raises(McpConnectionError) as caught:
         async with open_mcp_tools(missing):
             raise AssertionError("connected")
-    assert str(caught.value).startswith(
-        "cannot use MCP server (command '/nonexistent/mcp-server'): FileNotFoundError: "
+    assert str(caught.value) == (
+        "cannot use MCP server (command: /nonexistent/mcp-server --token=[REDACTED] --api-key "
+        "[REDACTED] --verbose -p 8): FileNotFoundError: [Errno 2] No such file or directory: "
+        "'/nonexistent/mcp-server'"
     )
-    assert "secret" not in str(caught.value)
 
-    # Connected, but listing the tools fails: the error is not wrapped in the SDK's groups.
+    # Connected, but listing the tools fails: the error is not wrapped in the SDK's groups,
+    # and the server's exit (closed by the client) is not mentioned.
     broken = StdioServerParameters(command=sys.executable, args=[str(SERVER), "broken"])
     with trio.fail_after(60), pytest.raises(McpConnectionError) as caught:
         async with open_mcp_tools(broken):
             raise AssertionError("listed")
     assert str(caught.value) == (
-        f"cannot use MCP server (command {sys.executable!r}): MCPError: listing is broken"
+        f"cannot use MCP server (command: {sys.executable} {SERVER} broken): "
+        "MCPError: listing is broken"
+    )
+
+
+async def test_a_stdio_server_that_fails_to_start_is_named_with_its_exit(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # A Python server: its traceback's last line says what went wrong.
+    crash = StdioServerParameters(command=sys.executable, args=[str(SERVER), "crash"])
+    with trio.fail_after(60), pytest.raises(McpConnectionError) as caught:
+        async with open_mcp_tools(crash):
+            raise AssertionError("connected")
+    assert str(caught.value) == (
+        f"cannot use MCP server (command: {sys.executable} {SERVER} crash): "
+        "MCPError: Connection closed; the server exited with status 1; "
+        "stderr: RuntimeError: the demo server cannot start: no configuration"
+    )
+    # Its standard error still reaches ours, whole.
+    err = capsys.readouterr().err
+    assert err.startswith("Traceback (most recent call last):\n")
+    assert err.endswith("RuntimeError: the demo server cannot start: no configuration\n")
+
+    # Any other program: the first line of its standard error.
+    usage = StdioServerParameters(
+        command="sh", args=["-c", "echo usage: server --port N >&2; echo more >&2; exit 2"]
+    )
+    with trio.fail_after(60), pytest.raises(McpConnectionError) as caught:
+        async with open_mcp_tools(usage):
+            raise AssertionError("connected")
+    assert str(caught.value) == (
+        "cannot use MCP server (command: sh -c 'echo usage: server --port N >&2; echo more "
+        ">&2; exit 2'): MCPError: Connection closed; the server exited with status 2; "
+        "stderr: usage: server --port N"
     )
 
 
@@ -445,4 +486,95 @@ async def test_a_malformed_url_is_refused_by_name(url: str, message: str) -> Non
     with pytest.raises(ValueError) as caught:
         async with open_mcp_tools(url):
             raise AssertionError("connected")
+    assert str(caught.value) == message
+
+
+async def test_a_stdio_server_that_dies_mid_call_gives_error_results() -> None:
+    agent = await crash_the_server_then_add(stdio_server())
+    results = tool_results(agent)
+    assert results["add"].content == [TextContent(text="MCP error -32000: Connection closed")]
+    assert results["add"].is_error
+
+
+async def test_an_http_server_that_dies_mid_call_gives_error_results(http_server: str) -> None:
+    # The dropped connection fails a task of the SDK's transport, which used to cancel
+    # the caller's block and end it with ExceptionGroup([RemoteProtocolError(...)]).
+    agent = await crash_the_server_then_add(http_server)
+    results = tool_results(agent)
+    assert results["add"].content == [
+        TextContent(
+            text=f"MCP server {http_server!r}: connection lost: "
+            "RemoteProtocolError: Server disconnected without sending a response."
+        )
+    ]
+    assert results["add"].is_error
+
+
+async def crash_the_server_then_add(server: str | StdioServerParameters) -> Agent:
+    """Run an agent that calls ``die`` (the server exits mid-call), then ``add``; the
+    block must leave normally, the run end normally, and ``die`` be an error result."""
+    provider = FauxProvider(
+        [
+            faux_assistant_message(
+                [faux_tool_call("die", {"progress": False}, id="die")], stop_reason="toolUse"
+            ),
+            faux_assistant_message(
+                [faux_tool_call("add", {"a": 1, "b": 2}, id="add")], stop_reason="toolUse"
+            ),
+            faux_assistant_message("The server is gone."),
+        ]
+    )
+    with trio.fail_after(60):
+        async with open_mcp_tools(server) as tools:
+            agent = Agent(
+                AgentInitialState(model=provider.get_model(), tools=tools),
+                stream_fn=provider.stream_fn,
+            )
+            await agent.prompt("Crash the server, then add")
+    die = tool_results(agent)["die"]
+    assert (die.content, die.is_error) == (
+        [TextContent(text="MCP error -32000: Connection closed")],
+        True,
+    )
+    last = agent.state.messages[-1]
+    assert isinstance(last, AssistantMessage)
+    assert (last.content, last.stop_reason) == ([TextContent(text="The server is gone.")], "stop")
+    return agent
+
+
+async def test_a_call_without_an_answer_ends_at_call_timeout() -> None:
+    with trio.fail_after(60):
+        async with open_mcp_tools(stdio_server(), call_timeout=1.5) as tools:
+            named = by_name(tools)
+            started = trio.current_time()
+            result = await call(named["slow"], {"seconds": 60})
+            assert 1.5 <= trio.current_time() - started < 10
+            assert result == AgentToolResult(
+                content=[
+                    TextContent(
+                        text=f"MCP server (command: {sys.executable} {SERVER}) did not answer "
+                        "within 1.5 s (call_timeout); the call was cancelled"
+                    )
+                ],
+                details={"timeout": 1.5},
+                is_error=True,
+            )
+            # The server was told, and the session goes on.
+            await server_saw_a_cancellation(tools)
+            assert (await call(named["add"], {"a": 1, "b": 2})).content == [TextContent(text="3")]
+
+
+@pytest.mark.parametrize(
+    ("value", "error", "message"),
+    [
+        ("5", TypeError, "open_mcp_tools(): call_timeout must be a number or None, got '5'"),
+        (True, TypeError, "open_mcp_tools(): call_timeout must be a number or None, got True"),
+        (0, ValueError, "open_mcp_tools(): call_timeout must be positive, got 0"),
+        (float("nan"), ValueError, "open_mcp_tools(): call_timeout must be positive, got nan"),
+    ],
+)
+async def test_call_timeout_is_checked(value: Any, error: type[Exception], message: str) -> None:
+    with pytest.raises(error) as caught:
+        async with open_mcp_tools(stdio_server(), call_timeout=value):
+            raise AssertionError("opened")
     assert str(caught.value) == message

@@ -2,7 +2,8 @@
 
 ``python demo_server.py`` serves over stdio; ``python demo_server.py http PORT`` serves
 streamable HTTP on 127.0.0.1:PORT at ``/mcp``; ``python demo_server.py broken`` serves
-over stdio but fails to list its tools.
+over stdio but fails to list its tools; ``python demo_server.py crash`` fails to start
+(a traceback on stderr, exit status 1).
 """
 
 from __future__ import annotations
@@ -105,12 +106,23 @@ async def slow(seconds: float, ctx: Context) -> str:
 
 
 @server.tool()
+async def die(ctx: Context, progress: bool = True) -> str:
+    """End the server process at once (a crash mid-call), after reporting progress."""
+    if progress:
+        await ctx.report_progress(1, 2, "dying")
+        await anyio.sleep(0.2)
+    os._exit(3)
+
+
+@server.tool()
 def stats() -> dict[str, int]:
     """The process id, completed calls of add and area, and cancelled slow calls."""
     return {"pid": os.getpid(), "calls": calls, "cancelled": cancelled}
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["crash"]:
+        raise RuntimeError("the demo server cannot start: no configuration")
     server.broken = sys.argv[1:2] == ["broken"]
     if sys.argv[1:2] == ["http"]:
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
