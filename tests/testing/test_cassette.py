@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import sys
 import time
 from contextlib import aclosing
 from pathlib import Path
@@ -21,7 +22,11 @@ import httpx
 import pytest
 import trio
 import trio.testing
-from sse_server import ScriptedResponse, SseServer, error_response, sse_response
+
+# The provider tests' scripted loopback server (tests/models/sse_server.py), shared.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))
+
+from sse_server import ScriptedResponse, SseServer, error_response, sse_response, start_sse_server
 from test_provider_agent_e2e import (
     ANTHROPIC,
     COMPLETIONS,
@@ -122,6 +127,12 @@ async def stream_once(
                 if abort_after_deltas is not None and deltas == abort_after_deltas:
                     controller.abort()
     return events
+
+
+@pytest.fixture
+async def sse_server(nursery: trio.Nursery) -> SseServer:
+    """A running loopback server (stopped with the test's nursery)."""
+    return await start_sse_server(nursery)
 
 
 # ---------------------------------------------------------------------------------------

@@ -5,12 +5,18 @@ from __future__ import annotations
 
 import base64
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from sse_server import ScriptedResponse, SseServer, sse_response
+import trio
+
+# The provider tests' scripted loopback server (tests/models/sse_server.py), shared.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))
+
+from sse_server import ScriptedResponse, SseServer, sse_response, start_sse_server
 from test_cassette import KEY, _completions_frame, make_model, stream_once
 from test_provider_agent_e2e import ANTHROPIC, COMPLETIONS
 
@@ -22,6 +28,12 @@ QUERY_KEY = "qk-0a1b2c3d4e5f60718293a4b5"
 ENV_KEY = "sk-env-5f4e3d2c1b0a99887766"
 BODY_KEY = "bk-77aa88bb99cc00dd11ee22ff"
 SECRETS = [KEY, HEADER_TOKEN, QUERY_KEY, ENV_KEY, BODY_KEY]
+
+
+@pytest.fixture
+async def sse_server(nursery: trio.Nursery) -> SseServer:
+    """A running loopback server (stopped with the test's nursery)."""
+    return await start_sse_server(nursery)
 
 
 def forms(secret: str) -> list[str]:
