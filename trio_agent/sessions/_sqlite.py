@@ -45,7 +45,8 @@ __all__ = ["BUSY_TIMEOUT_MS", "LOCKED_GIVE_UP_SECONDS", "SqliteBackend", "Sqlite
 T = TypeVar("T")
 
 BUSY_TIMEOUT_MS: Final = 5_000
-"""How long SQLite itself waits for another connection's lock (``PRAGMA busy_timeout``)."""
+"""How long SQLite itself waits for another connection's lock (``PRAGMA busy_timeout``) by
+default (``SqliteStore(path, busy_timeout_ms=...)``, ``open_store(url, busy_timeout_ms=...)``)."""
 
 LOCKED_GIVE_UP_SECONDS: Final = 120.0
 """How long a transaction is retried while the database stays busy before giving up."""
@@ -90,8 +91,11 @@ class _Busy(Exception):
 class SqliteBackend(SessionBackend):
     """Sessions in an SQLite file (see the module docstring)."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, busy_timeout_ms: int = BUSY_TIMEOUT_MS
+    ) -> None:
         self.path = os.fspath(path)
+        self.busy_timeout_ms = busy_timeout_ms
         self._connection: sqlite3.Connection | None = None
         self._lock = trio.Lock()
 
@@ -102,12 +106,12 @@ class SqliteBackend(SessionBackend):
         if connection is None:
             connection = sqlite3.connect(
                 self.path,
-                timeout=BUSY_TIMEOUT_MS / 1000,
+                timeout=self.busy_timeout_ms / 1000,
                 isolation_level=None,
                 check_same_thread=False,
             )
             try:
-                connection.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+                connection.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_ms)}")
                 mode = connection.execute("PRAGMA journal_mode=WAL").fetchone()
                 if mode is None or str(mode[0]).lower() != "wal":
                     raise sqlite3.OperationalError("database is locked")
@@ -171,7 +175,7 @@ class SqliteBackend(SessionBackend):
                     if waited >= LOCKED_GIVE_UP_SECONDS:
                         error = SessionStoreError(
                             f"the session database {self.path} stayed locked by other "
-                            f"writers for {waited + BUSY_TIMEOUT_MS / 1000:.0f} s"
+                            f"writers for {waited + self.busy_timeout_ms / 1000:.0f} s"
                         )
                         raise error from busy.__cause__
                 await trio.sleep(delay)
@@ -317,5 +321,11 @@ class SqliteBackend(SessionBackend):
 class SqliteStore(SessionStore):
     """Sessions in an SQLite database file (``open_store("sqlite:PATH")``)."""
 
-    def __init__(self, path: str | os.PathLike[str], **options: Any) -> None:
-        super().__init__(SqliteBackend(path), **options)
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+        **options: Any,
+    ) -> None:
+        super().__init__(SqliteBackend(path, busy_timeout_ms=busy_timeout_ms), **options)
