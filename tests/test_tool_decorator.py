@@ -513,9 +513,6 @@ def test_unsupported_annotations() -> None:
     async def keys(table: dict[int, str]) -> str:
         return ""
 
-    async def union(value: int | str) -> str:
-        return ""
-
     async def nested(appointment: Appointment) -> str:
         return ""
 
@@ -534,11 +531,6 @@ def test_unsupported_annotations() -> None:
             "(dictionary keys must be str)",
         ),
         (
-            union,
-            "parameter 'value' has unsupported annotation int | str "
-            "(only X | None unions are supported)",
-        ),
-        (
             nested,
             "parameter 'appointment' has unsupported annotation "
             f"{__name__}.Appointment (field 'when': datetime.datetime)",
@@ -554,6 +546,29 @@ def test_unsupported_annotations() -> None:
         with pytest.raises(TypeError) as info:
             tool(fn)
         assert str(info.value) == f"tool {fn.__name__}: {message}"
+
+
+async def test_a_union_of_several_types_takes_the_first_member_that_fits() -> None:
+    @tool
+    async def describe(value: int | str | list[int]) -> str:
+        """Describe a value.
+
+        Args:
+            value: What to describe.
+        """
+        return f"{type(value).__name__}: {value}"
+
+    assert describe.parameters["properties"]["value"] == {
+        "anyOf": [
+            {"type": "integer"},
+            {"type": "string"},
+            {"type": "array", "items": {"type": "integer"}},
+        ],
+        "description": "What to describe.",
+    }
+    for wire, text in [(3, "int: 3"), ("x", "str: x"), ([1, 2], "list: [1, 2]")]:
+        result = await describe.execute("c", {"value": wire}, AbortSignal(), lambda _: None)
+        assert result.content == [TextContent(text=text)]
 
 
 def test_bad_parameters() -> None:

@@ -47,6 +47,7 @@ from ._messages import (
     ThinkingLevel,
     ToolExecutionMode,
 )
+from ._output import OutputRun
 from ._run_result import RunResult, UsageLimits
 from ._streaming import (
     ProviderResponse,
@@ -63,6 +64,7 @@ from ._transcript import (
     get_current_system_prompt,
     to_tool_declaration,
 )
+from ._util import maybe_await
 from .loop import (
     AfterToolCallHook,
     AgentEventSink,
@@ -341,6 +343,8 @@ class _ActiveRun:
     task: trio.lowlevel.Task
     """The task running the run (listeners and hooks run in it, tools in its children)."""
     token: trio.lowlevel.TrioToken = attrs.field(factory=trio.lowlevel.current_trio_token)
+    output: OutputRun | None = None
+    """The run's structured output, when it was given an output type."""
 
     def in_its_thread(self) -> bool:
         """True in the thread of the run's Trio run (``abort()`` must be called there)."""
@@ -483,6 +487,8 @@ class Agent:
         max_retries: int | None = None,
         headers: dict[str, str | None] | None = None,
         usage_limits: UsageLimits | None = None,
+        output_type: Any = None,
+        output_retries: int = 2,
     ) -> None:
         if initial_state is not None and not isinstance(initial_state, AgentInitialState):
             raise TypeError(
@@ -571,6 +577,14 @@ class Agent:
                 f"Agent(): usage_limits must be a UsageLimits or None, got {usage_limits!r}"
             )
         self.usage_limits = usage_limits
+        if output_type is not None:
+            OutputRun(output_type, output_retries)  # checks both now
+        self.output_type: Any = output_type
+        """The type of every run's :attr:`RunResult.output <trio_agent.RunResult.output>`
+        (``None``: no structured output); ``prompt(..., output_type=...)`` overrides it."""
+        self.output_retries = output_retries
+        """How many wrong answers the model may correct before a structured-output run
+        ends as an error."""
         """Limits on what this agent's runs use (``None``: none); may be shared with
         other agents, which then draw on one budget."""
         self._steering = _Queue(_check_mode(steering_mode))
@@ -842,11 +856,31 @@ class Agent:
         self._state._error_message = None
         self.clear_all_queues()
 
+    @overload
     async def prompt(
         self,
         input: str | AgentMessage | Sequence[AgentMessage],
         images: Sequence[ImageContent] | None = None,
-    ) -> RunResult:
+    ) -> RunResult[Any]: ...
+
+    @overload
+    async def prompt(
+        self,
+        input: str | AgentMessage | Sequence[AgentMessage],
+        images: Sequence[ImageContent] | None = None,
+        *,
+        output_type: type[_T],
+        output_retries: int | None = None,
+    ) -> RunResult[_T]: ...
+
+    async def prompt(
+        self,
+        input: str | AgentMessage | Sequence[AgentMessage],
+        images: Sequence[ImageContent] | None = None,
+        *,
+        output_type: Any = None,
+        output_retries: int | None = None,
+    ) -> RunResult[Any]:
         """Run the agent on new input and return when the run has fully settled.
 
         ``input`` is a text (with optional ``images``), one message, or a list of
@@ -866,9 +900,10 @@ class Agent:
         if self._active is not None:
             raise AgentBusyError(_PROMPT_BUSY)
         messages = prompt_messages(input, images)
-        return await self._run_prompt(messages, skip_initial_steering_poll=False)
+        output = self._output(output_type, output_retries)
+        return await self._run_prompt(messages, skip_initial_steering_poll=False, output=output)
 
-    async def continue_(self) -> RunResult:
+    async def continue_(self) -> RunResult[Any]:
         """Continue from the current transcript.
 
         From an assistant tail, queued steering (then follow-up) messages become the
@@ -890,11 +925,16 @@ class Agent:
             raise NothingToContinueError("No messages to continue from")
         if messages[-1].role == "assistant":
             steering = self._steering.drain()
+            output = self._output(None, None)
             if steering:
-                return await self._run_prompt(steering, skip_initial_steering_poll=True)
+                return await self._run_prompt(
+                    steering, skip_initial_steering_poll=True, output=output
+                )
             follow_ups = self._follow_up.drain()
             if follow_ups:
-                return await self._run_prompt(follow_ups, skip_initial_steering_poll=False)
+                return await self._run_prompt(
+                    follow_ups, skip_initial_steering_poll=False, output=output
+                )
             raise NothingToContinueError("Cannot continue from message role: assistant")
         return await self._run(
             lambda context, config, emit, signal: run_agent_loop_continue(
@@ -905,11 +945,23 @@ class Agent:
                 stream_fn=self.stream_fn,
             ),
             skip_initial_steering_poll=False,
+            output=self._output(None, None),
         )
 
+    def _output(self, output_type: Any, retries: int | None) -> OutputRun | None:
+        if output_type is None:
+            output_type = self.output_type
+        if output_type is None:
+            return None
+        return OutputRun(output_type, self.output_retries if retries is None else retries)
+
     async def _run_prompt(
-        self, messages: list[AgentMessage], *, skip_initial_steering_poll: bool
-    ) -> RunResult:
+        self,
+        messages: list[AgentMessage],
+        *,
+        skip_initial_steering_poll: bool,
+        output: OutputRun | None = None,
+    ) -> RunResult[Any]:
         return await self._run(
             lambda context, config, emit, signal: run_agent_loop(
                 messages,
@@ -920,6 +972,7 @@ class Agent:
                 stream_fn=self.stream_fn,
             ),
             skip_initial_steering_poll=skip_initial_steering_poll,
+            output=output,
         )
 
     def _loop_config(self, run: _ActiveRun) -> AgentLoopConfig:
@@ -953,7 +1006,7 @@ class Agent:
             convert_to_llm=self.convert_to_llm,
             transform_context=self.transform_context,
             get_api_key=self.get_api_key,
-            finish_turn=self.finish_turn,
+            finish_turn=self._finish_turn(run),
             prepare_request=self.prepare_request,
             prepare_next_turn=prepare_next_turn,
             get_steering_messages=get_steering_messages,
@@ -964,6 +1017,18 @@ class Agent:
             usage_limits=self.usage_limits,
         )
 
+    def _finish_turn(self, run: _ActiveRun) -> Any:
+        """The loop's finish_turn: the application's, then the structured output's."""
+        output, hook = run.output, self.finish_turn
+        if output is None:
+            return hook
+
+        async def finish_turn(turn: AgentTurnContext, signal: AbortSignal) -> Any:
+            decision = await maybe_await(hook(turn, signal)) if hook is not None else None
+            return output.finish_turn(turn, self.steer) or decision
+
+        return finish_turn
+
     async def _run(
         self,
         executor: Callable[
@@ -972,7 +1037,8 @@ class Agent:
         ],
         *,
         skip_initial_steering_poll: bool,
-    ) -> RunResult:
+        output: OutputRun | None = None,
+    ) -> RunResult[Any]:
         if self._active is not None:
             raise AgentBusyError("Agent is already processing.")
         run = _ActiveRun(
@@ -980,6 +1046,7 @@ class Agent:
             trio.Event(),
             skip_initial_steering_poll,
             trio.lowlevel.current_task(),
+            output=output,
         )
         self._active = run
         state = self._state
@@ -987,7 +1054,10 @@ class Agent:
         state._streaming_message = None
         state._error_message = None
         try:
-            context = AgentContext(messages=list(state.messages), tools=list(state.tools))
+            tools = list(state.tools)
+            if output is not None:
+                tools.append(output.tool)
+            context = AgentContext(messages=list(state.messages), tools=tools)
             signal = run.controller.signal
             added = await executor(
                 context, self._loop_config(run), _ListenerSink(self, signal), signal
@@ -1000,7 +1070,8 @@ class Agent:
             state._pending_tool_calls = frozenset()
             self._active = None
             run.idle.set()
-        return RunResult.of(added, signal)
+        result = RunResult.of(added, signal)
+        return output.apply(result) if output is not None else result
 
     def _reduce(self, event: AgentEvent) -> None:
         """Reduce an event into :attr:`state`."""

@@ -9,7 +9,7 @@ abort (SPEC §8), and the result tells the two apart.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal, TypeAlias
+from typing import Any, Generic, Literal, TypeAlias, TypeVar
 
 import attrs
 
@@ -192,9 +192,15 @@ def _add(a: Usage, b: Usage) -> Usage:
     )
 
 
+OutputT = TypeVar("OutputT")
+
+
 @attrs.frozen(kw_only=True)
-class RunResult:
+class RunResult(Generic[OutputT]):
     """How a run ended: what ``prompt()`` and ``continue_()`` return.
+
+    Generic in the type of :attr:`output`: ``await agent.prompt(..., output_type=X)``
+    returns a ``RunResult[X]``.
 
     Loop users build the same with :meth:`of` from what ``run_agent_loop`` returned and
     the signal they gave it.
@@ -214,9 +220,12 @@ class RunResult:
     """The limit reached when ``ending`` is ``"limit"``."""
     usage: Usage = attrs.field(factory=Usage)
     """Usage and cost summed over the run's responses."""
+    output: OutputT | None = None
+    """The structured output of a run given an ``output_type`` (``None`` without one,
+    or when no valid answer came: then ``ending`` is ``"error"``)."""
 
     @classmethod
-    def of(cls, messages: Sequence[AgentMessage], signal: AbortSignal | None) -> RunResult:
+    def of(cls, messages: Sequence[AgentMessage], signal: AbortSignal | None) -> RunResult[Any]:
         """The result of a run that added ``messages`` and ran with ``signal``."""
         added = list(messages)
         final = next((m for m in reversed(added) if isinstance(m, AssistantMessage)), None)

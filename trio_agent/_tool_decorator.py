@@ -16,6 +16,13 @@ Supported annotations and their schemas:
 ``X | None``                with a default: ``<X>`` and not required (the validator drops
                             a ``null`` given for an optional property, so the default
                             applies); without one: ``{"anyOf": [<X>, {"type": "null"}]}``
+``X | Y | ...``             ``{"anyOf": [<X>, <Y>, ...]}``; a value becomes the first
+                            member whose schema and conversion accept it
+an ``Enum``                 the ``enum`` of its values (the argument becomes the member)
+a dataclass / ``TypedDict`` an object schema from its fields, like an attrs class (a
+                            ``TypedDict`` argument stays a ``dict``)
+a pydantic model            its ``model_json_schema()``, built with ``model_validate``
+                            (only when the application imported pydantic)
 an attrs class              ``{"type": "object", "properties": ..., "required": ...,
                             "additionalProperties": false}`` from its fields (init
                             names); descriptions from its docstring's ``Attributes:``;
@@ -25,9 +32,12 @@ an attrs class              ``{"type": "object", "properties": ..., "required": 
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import inspect
 import json
 import re
+import sys
 import types
 import typing
 from collections.abc import Awaitable, Callable
@@ -197,17 +207,171 @@ def _spec(annotation: Any, building: tuple[type[Any], ...] = ()) -> _Spec:
         return _Spec({"type": "object", "additionalProperties": value_spec.schema}, convert_dict)
     if origin in (typing.Union, types.UnionType):
         members = [member for member in args if member is not type(None)]
-        if len(members) != 1 or len(args) != 2:
-            raise _Unsupported(annotation, "only X | None unions are supported")
-        inner = _spec(members[0], building)
-        inner_convert = inner.convert
-        return _Spec(
-            {"anyOf": [inner.schema, {"type": "null"}]},
-            lambda value: None if value is None else inner_convert(value),
-        )
+        if len(members) == 1 and len(args) == 2:
+            inner = _spec(members[0], building)
+            inner_convert = inner.convert
+            return _Spec(
+                {"anyOf": [inner.schema, {"type": "null"}]},
+                lambda value: None if value is None else inner_convert(value),
+            )
+        return _union_spec(args, building)
     if isinstance(annotation, type) and attrs.has(annotation):
         return _attrs_spec(annotation, building)
+    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+        return _enum_spec(annotation)
+    if isinstance(annotation, type) and dataclasses.is_dataclass(annotation):
+        return _dataclass_spec(annotation, building)
+    if typing.is_typeddict(annotation):
+        return _typeddict_spec(annotation, building)
+    if _is_pydantic_model(annotation):
+        return _pydantic_spec(annotation)
     raise _Unsupported(annotation)
+
+
+def _union_spec(members: tuple[Any, ...], building: tuple[type[Any], ...]) -> _Spec:
+    """``A | B | ...``: any of the members' schemas; a value becomes the first member
+    whose conversion and schema accept it."""
+    specs = [
+        _Spec({"type": "null"}, _identity) if member is type(None) else _spec(member, building)
+        for member in members
+    ]
+
+    def convert(value: Any) -> Any:
+        from ._validation import matches_schema
+
+        problems = []
+        for spec in specs:
+            if not matches_schema(value, spec.schema):
+                continue
+            try:
+                return spec.convert(value)
+            except (ToolArgumentsError, TypeError, ValueError) as exc:
+                problems.append(str(exc))
+        raise ToolArgumentsError(
+            f"{json.dumps(value)} matches no member of the union"
+            + (f" ({'; '.join(problems)})" if problems else "")
+        )
+
+    return _Spec({"anyOf": [spec.schema for spec in specs]}, convert)
+
+
+def _enum_spec(cls: type[enum.Enum]) -> _Spec:
+    values = [member.value for member in cls]
+    literal = _literal_spec(cls, tuple(values))
+    return _Spec(literal.schema, cls)
+
+
+def _fields_spec(
+    cls: Any,
+    fields: list[tuple[str, Any, bool, Any]],
+    building: tuple[type[Any], ...],
+    build: Callable[[dict[str, Any]], Any],
+) -> _Spec:
+    """An object schema for ``(name, annotation, has_default, default)`` fields; a value
+    is converted field by field, then built with ``build``."""
+    if cls in building:
+        raise _Unsupported(cls, "recursive classes are not supported")
+    _, descriptions = _parse_docstring(inspect.getdoc(cls), frozenset({"Attributes"}))
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    converters: dict[str, _Convert] = {}
+    for name, annotation, has_default, default in fields:
+        try:
+            spec = _property_spec(annotation, has_default, default, (*building, cls))
+        except _Unsupported as exc:
+            reason = f"field {name!r}: {_type_repr(exc.annotation)}"
+            if exc.reason:
+                reason += f" ({exc.reason})"
+            raise _Unsupported(cls, reason) from None
+        properties[name] = _described(spec.schema, descriptions.get(name))
+        converters[name] = spec.convert
+        if not has_default:
+            required.append(name)
+
+    def convert(value: Any) -> Any:
+        if not isinstance(value, dict):
+            raise ToolArgumentsError(
+                f"expected an object for {cls.__name__}, got {json.dumps(value)}"
+            )
+        unknown = [key for key in value if key not in converters]
+        if unknown:
+            names = ", ".join(repr(key) for key in unknown)
+            raise ToolArgumentsError(f"unknown field(s) {names} for {cls.__name__}")
+        missing = [key for key in required if key not in value]
+        if missing:
+            names = ", ".join(repr(key) for key in missing)
+            raise ToolArgumentsError(f"missing field(s) {names} for {cls.__name__}")
+        return build({key: converters[key](item) for key, item in value.items()})
+
+    return _Spec(_object_schema(properties, required), convert)
+
+
+def _dataclass_spec(cls: type[Any], building: tuple[type[Any], ...]) -> _Spec:
+    hints = _hints(cls)
+    fields = [
+        (
+            field.name,
+            hints[field.name],
+            field.default is not dataclasses.MISSING
+            or field.default_factory is not dataclasses.MISSING,
+            field.default if field.default is not dataclasses.MISSING else None,
+        )
+        for field in dataclasses.fields(cls)
+        if field.init
+    ]
+    return _fields_spec(cls, fields, building, lambda values: cls(**values))
+
+
+def _typeddict_spec(cls: Any, building: tuple[type[Any], ...]) -> _Spec:
+    hints = _hints(cls)
+    required_keys = getattr(cls, "__required_keys__", frozenset(hints))
+    fields = [(name, hints[name], name not in required_keys, None) for name in hints]
+    return _fields_spec(cls, fields, building, dict)
+
+
+def _hints(cls: Any) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(cls)
+    except NameError as exc:
+        raise _Unsupported(cls, f"cannot resolve its annotations ({exc})") from None
+
+
+def _is_pydantic_model(annotation: Any) -> bool:
+    # Only when pydantic is already imported: trio_agent never imports it itself.
+    pydantic = sys.modules.get("pydantic")
+    return (
+        pydantic is not None
+        and isinstance(annotation, type)
+        and issubclass(annotation, pydantic.BaseModel)
+    )
+
+
+def _pydantic_spec(cls: Any) -> _Spec:
+    schema = cls.model_json_schema()
+
+    def convert(value: Any) -> Any:
+        try:
+            return cls.model_validate(value)
+        except ValueError as exc:  # pydantic's ValidationError is a ValueError
+            raise ToolArgumentsError(str(exc)) from None
+
+    return _Spec(schema, convert)
+
+
+def type_schema(annotation: Any, where: str) -> tuple[dict[str, Any], _Convert]:
+    """The JSON Schema of ``annotation`` and the function that builds a value of it from
+    JSON that the schema accepts (the same rules as tool parameters, plus dataclasses,
+    ``TypedDict``, ``Enum``, unions of several types and pydantic models).
+
+    Raises:
+        TypeError: the annotation is not supported (the message names ``where``).
+    """
+    try:
+        spec = _spec(annotation)
+    except _Unsupported as exc:
+        reason = f" ({exc.reason})" if exc.reason else ""
+        raise TypeError(f"{where}: unsupported type {_type_repr(exc.annotation)}{reason}") from None
+    return spec.schema, spec.convert
 
 
 def _literal_spec(annotation: Any, values: tuple[Any, ...]) -> _Spec:

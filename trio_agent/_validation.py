@@ -111,6 +111,14 @@ def validate_tool_arguments(tool: AgentTool, tool_call: ToolCall) -> dict[str, A
     )
 
 
+def matches_schema(value: Any, schema: dict[str, Any]) -> bool:
+    """Whether ``value`` passes the check of ``schema`` as it is (no coercion)."""
+    checked = _Schema(schema)
+    errors: list[_Error] = []
+    checked.check(value, checked.root, (), errors, 0)
+    return not errors
+
+
 # ---------------------------------------------------------------------------------------
 # Errors
 
