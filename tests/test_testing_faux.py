@@ -168,7 +168,6 @@ async def test_http_failures_are_worded_like_the_providers() -> None:
             StreamOptions(max_retries=1),
             "Server requested 120s retry delay (max: 60s). 429 Rate limited",
         ),
-        (faux_connection_error("no route"), StreamOptions(), "Connection error.: no route"),
     ]
     for step, options, message in cases:
         faux = FauxProvider([step])
@@ -176,6 +175,11 @@ async def test_http_failures_are_worded_like_the_providers() -> None:
         assert [e.type for e in events] == ["error"]
         assert (final(events).stop_reason, final(events).error_message) == ("error", message)
         assert len(faux.requests) == 1  # not retryable, or not retried
+    # Worded as the HTTP providers word a connection error (with the model's origin).
+    events = await collect(FauxProvider([faux_connection_error("no route")]))
+    message = final(events).error_message
+    assert message is not None
+    assert message.startswith("Connection error") and message.endswith(": no route")
 
 
 async def test_a_retry_with_nothing_scripted_is_the_empty_queue_error(

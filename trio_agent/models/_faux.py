@@ -272,7 +272,8 @@ def faux_http_error(
 
 def faux_connection_error(message: str = "Connection refused") -> FauxConnectionError:
     """A scripted connection failure: retried like an HTTP provider's (``max_retries``,
-    backoff), finally one ``error`` event ``Connection error.: <message>``."""
+    backoff), finally one ``error`` event worded as the HTTP providers word a connection
+    error (``Connection error (<host>): <message>``)."""
     return FauxConnectionError(message=message)
 
 

@@ -31,19 +31,19 @@ from ._faults import abort_at as abort_at
 from ._faults import cancel_at as cancel_at
 from ._faults import raise_at as raise_at
 
-# --- cassettes (_cassette.py) -----------------------------------------------------------
-from ._cassette import CassetteError as CassetteError
+# --- cassettes (_cassette.py, _cassette_file.py) -----------------------------------------
 from ._cassette import CassetteMismatchError as CassetteMismatchError
 from ._cassette import CassetteTransport as CassetteTransport
-from ._cassette import Interaction as Interaction
 from ._cassette import RecordMode as RecordMode
-from ._cassette import RecordedChunk as RecordedChunk
-from ._cassette import RecordedError as RecordedError
-from ._cassette import RecordedRequest as RecordedRequest
-from ._cassette import RecordedResponse as RecordedResponse
-from ._cassette import load_cassette as load_cassette
-from ._cassette import redact_request as redact_request
-from ._cassette import save_cassette as save_cassette
+from ._cassette_file import CassetteError as CassetteError
+from ._cassette_file import Interaction as Interaction
+from ._cassette_file import RecordedChunk as RecordedChunk
+from ._cassette_file import RecordedError as RecordedError
+from ._cassette_file import RecordedRequest as RecordedRequest
+from ._cassette_file import RecordedResponse as RecordedResponse
+from ._cassette_file import load_cassette as load_cassette
+from ._cassette_file import redact_request as redact_request
+from ._cassette_file import save_cassette as save_cassette
 
 
 def _fixup() -> None:
