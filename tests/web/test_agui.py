@@ -11,7 +11,7 @@ import pytest
 import trio
 
 from trio_agent import Agent, AgentEvent, AgentInitialState, UserMessage
-from trio_agent.testing import (
+from trio_agent.models import (
     FauxProvider,
     faux_assistant_message,
     faux_text,
@@ -44,14 +44,16 @@ def _validate(events: list[dict[str, Any]]) -> None:
             _event_adapter.validate_python(event)
 
 
-async def _run(provider: FauxProvider, prompt: str = "hi", **kwargs: Any) -> tuple[
-    Agent, list[dict[str, Any]]
-]:
+async def _run(
+    provider: FauxProvider, prompt: str = "hi", **kwargs: Any
+) -> tuple[Agent, list[dict[str, Any]]]:
     agent = Agent(
         AgentInitialState(model=provider.get_model(), tools=[echo_tool], **kwargs),
         stream_fn=provider.stream_fn,
     )
-    encoder = AgUiEncoder(thread_id="t1", run_id="r1", first_message_index=len(agent.state.messages))
+    encoder = AgUiEncoder(
+        thread_id="t1", run_id="r1", first_message_index=len(agent.state.messages)
+    )
     out: list[dict[str, Any]] = []
 
     def listener(event: AgentEvent) -> None:
@@ -71,12 +73,19 @@ async def test_streamed_answer() -> None:
     agent, events = await _run(provider)
     _validate(events)
     kinds = _types(events)
-    assert kinds[:4] == ["RUN_STARTED", "STEP_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT"]
+    assert kinds[:4] == [
+        "RUN_STARTED",
+        "STEP_STARTED",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+    ]
     assert events[0] == {"type": "RUN_STARTED", "threadId": "t1", "runId": "r1"}
     assert events[2] == {"type": "TEXT_MESSAGE_START", "messageId": "t1:1", "role": "user"}
     assert events[3]["delta"] == "hi"
     deltas = [
-        e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT" and e["messageId"] == "t1:2"
+        e["delta"]
+        for e in events
+        if e["type"] == "TEXT_MESSAGE_CONTENT" and e["messageId"] == "t1:2"
     ]
     assert len(deltas) > 1
     assert "".join(deltas) == "Hello there, world"
@@ -149,14 +158,16 @@ async def test_thinking_and_tool_call() -> None:
             _message_adapter.validate_python(message)
     assert [m["role"] for m in snapshot] == ["user", "reasoning", "assistant", "tool", "assistant"]
     assert snapshot[2]["toolCalls"] == [
-        {"id": "call-1", "type": "function", "function": {"name": "echo", "arguments": '{"text": "ping"}'}}
+        {
+            "id": "call-1",
+            "type": "function",
+            "function": {"name": "echo", "arguments": '{"text": "ping"}'},
+        }
     ]
 
 
 async def test_abort_closes_everything_and_finishes_cancelled() -> None:
-    provider = FauxProvider(
-        [faux_assistant_message("a long answer " * 50)], tokens_per_second=50
-    )
+    provider = FauxProvider([faux_assistant_message("a long answer " * 50)], tokens_per_second=50)
     agent = Agent(AgentInitialState(model=provider.get_model()), stream_fn=provider.stream_fn)
     encoder = AgUiEncoder(thread_id="t", run_id="r")
     events: list[dict[str, Any]] = []

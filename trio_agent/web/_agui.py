@@ -230,20 +230,19 @@ class AgUiEncoder:
 
     def encode(self, event: AgentEvent) -> list[dict[str, Any]]:
         """The AG-UI events for one agent event (often none or one)."""
-        kind = event.type
-        if kind == "message_update":
+        if event.type == "message_update":
             if self._open is None:
                 return []
             return self._stream_event(self._open, event.assistant_message_event)
-        if kind == "message_start":
+        if event.type == "message_start":
             index = self._next_index
             self._next_index += 1
             if isinstance(event.message, AssistantMessage):
                 self._open = _OpenMessage(id=message_id(self.thread_id, index))
             return []
-        if kind == "message_end":
+        if event.type == "message_end":
             return self._message_end(event.message)
-        if kind == "tool_execution_update":
+        if event.type == "tool_execution_update":
             return [
                 {
                     "type": "CUSTOM",
@@ -255,14 +254,14 @@ class AgUiEncoder:
                     },
                 }
             ]
-        if kind == "turn_start":
+        if event.type == "turn_start":
             self._turn += 1
             return [{"type": "STEP_STARTED", "stepName": f"turn {self._turn}"}]
-        if kind == "turn_end":
+        if event.type == "turn_end":
             return [{"type": "STEP_FINISHED", "stepName": f"turn {self._turn}"}]
-        if kind == "agent_start":
+        if event.type == "agent_start":
             return [self.run_started()]
-        if kind == "agent_end":
+        if event.type == "agent_end":
             return [self._run_end()]
         return []  # tool_execution_start / _end: the tool call and its result say it all
 
@@ -293,8 +292,7 @@ class AgUiEncoder:
         self, open_message: _OpenMessage, event: AssistantMessageEvent
     ) -> list[dict[str, Any]]:
         mid = open_message.id
-        kind = event.type
-        if kind == "text_start":
+        if event.type == "text_start":
             events: list[dict[str, Any]] = []
             if not open_message.text_open:
                 open_message.text_open = True
@@ -306,29 +304,33 @@ class AgUiEncoder:
                 )
                 open_message.text_written = False
             return events
-        if kind == "text_delta":
+        if event.type == "text_delta":
             if not event.delta or not open_message.text_open:
                 return []
             open_message.text_written = True
             return [{"type": "TEXT_MESSAGE_CONTENT", "messageId": mid, "delta": event.delta}]
-        if kind == "thinking_start":
+        if event.type == "thinking_start":
             rid = _reasoning_id(mid, event.content_index)
             open_message.reasoning[event.content_index] = rid
             return [
                 {"type": "REASONING_START", "messageId": rid},
                 {"type": "REASONING_MESSAGE_START", "messageId": rid, "role": "reasoning"},
             ]
-        if kind == "thinking_delta":
+        if event.type == "thinking_delta":
             rid_or_none = open_message.reasoning.get(event.content_index)
             if rid_or_none is None or not event.delta:
                 return []
             return [
-                {"type": "REASONING_MESSAGE_CONTENT", "messageId": rid_or_none, "delta": event.delta}
+                {
+                    "type": "REASONING_MESSAGE_CONTENT",
+                    "messageId": rid_or_none,
+                    "delta": event.delta,
+                }
             ]
-        if kind == "thinking_end":
+        if event.type == "thinking_end":
             rid_or_none = open_message.reasoning.pop(event.content_index, None)
             return [] if rid_or_none is None else _close_reasoning(rid_or_none)
-        if kind == "toolcall_start":
+        if event.type == "toolcall_start":
             block = event.partial.content[event.content_index]
             if not isinstance(block, ToolCall):
                 return []
@@ -342,12 +344,12 @@ class AgUiEncoder:
                     "parentMessageId": mid,
                 }
             ]
-        if kind == "toolcall_delta":
+        if event.type == "toolcall_delta":
             call_id = open_message.tool_calls.get(event.content_index)
             if call_id is None or not event.delta:
                 return []
             return [{"type": "TOOL_CALL_ARGS", "toolCallId": call_id, "delta": event.delta}]
-        if kind == "toolcall_end":
+        if event.type == "toolcall_end":
             call_id = open_message.tool_calls.pop(event.content_index, None)
             return [] if call_id is None else [{"type": "TOOL_CALL_END", "toolCallId": call_id}]
         return []  # start, text_end (the text message spans blocks), done, error
@@ -418,7 +420,11 @@ def _close_message(open_message: _OpenMessage, message: AssistantMessage) -> lis
                 }
             )
             events.append(
-                {"type": "TOOL_CALL_ARGS", "toolCallId": block.id, "delta": json.dumps(block.arguments)}
+                {
+                    "type": "TOOL_CALL_ARGS",
+                    "toolCallId": block.id,
+                    "delta": json.dumps(block.arguments),
+                }
             )
             events.append({"type": "TOOL_CALL_END", "toolCallId": block.id})
     return events

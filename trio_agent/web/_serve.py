@@ -1,0 +1,222 @@
+"""``trio-agent serve``: the chat page on Hypercorn's Trio worker.
+
+:func:`serve` runs the server until cancelled; :func:`main` is the command line (the
+model options are those of ``trio-agent chat``; model resolution reuses the program's
+read-only helpers).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, get_args
+
+import trio
+from hypercorn.config import Config
+from hypercorn.trio import serve as hypercorn_serve
+
+from .._agent import Agent, AgentInitialState
+from .._demo import DemoModel
+from .._messages import Model, ThinkingLevel
+from .._streaming import StreamFn
+from .._tools import AgentTool
+from ._app import create_app
+from ._host import AgentFactory, DisconnectPolicy, open_agent_host
+from ._sessions import WebSessions
+
+__all__ = ["DEFAULT_PORT", "build_parser", "main", "serve"]
+
+DEFAULT_PORT = 8321
+
+
+def _config(host: str, port: int) -> Config:
+    config = Config()
+    config.bind = [f"{host}:{port}"]
+    config.accesslog = None
+    config.graceful_timeout = 2.0
+    return config
+
+
+async def serve(
+    agent_factory: AgentFactory | None = None,
+    *,
+    host: str = "127.0.0.1",
+    port: int = DEFAULT_PORT,
+    model: Model | None = None,
+    stream_fn: StreamFn | None = None,
+    tools: Sequence[AgentTool] | None = None,
+    system_prompt: str | None = None,
+    thinking_level: ThinkingLevel = "off",
+    get_api_key: Callable[[str], Any] | None = None,
+    sessions: WebSessions | None = None,
+    on_disconnect: DisconnectPolicy = "abort",
+    ui: bool = True,
+    task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve the chat page and the API on ``host:port`` until cancelled.
+
+    The agents are made by ``agent_factory``, else from ``model`` and ``stream_fn``
+    (with ``tools``, ``system_prompt``, ``thinking_level`` and ``get_api_key``), else
+    they run on the offline demo model with its demo tools. ``task_status.started()``
+    reports the bound URLs (``port=0`` picks a free port).
+    """
+    if agent_factory is None:
+        if model is None or stream_fn is None:
+            demo = DemoModel()
+            model, stream_fn = demo.model, demo.stream_fn
+            if tools is None:
+                from .._demo import DEMO_SYSTEM_PROMPT, DEMO_TOOLS
+
+                tools = DEMO_TOOLS
+                system_prompt = system_prompt or DEMO_SYSTEM_PROMPT
+        agent_factory = _factory(
+            model, stream_fn, list(tools or ()), system_prompt or "", thinking_level, get_api_key
+        )
+    async with open_agent_host(
+        agent_factory, sessions=sessions, on_disconnect=on_disconnect
+    ) as agent_host:
+        app = create_app(agent_host, ui=ui)
+        await hypercorn_serve(app, _config(host, port), task_status=task_status)  # type: ignore[arg-type]  # Starlette is an ASGI 3 app; hypercorn's Framework union does not name it
+
+
+def _factory(
+    model: Model,
+    stream_fn: StreamFn,
+    tools: list[AgentTool],
+    system_prompt: str,
+    thinking_level: ThinkingLevel,
+    get_api_key: Callable[[str], Any] | None,
+) -> AgentFactory:
+    def make(session_id: str) -> Agent:
+        return Agent(
+            AgentInitialState(
+                system_prompt=system_prompt,
+                model=model,
+                tools=tools,
+                thinking_level=thinking_level,
+            ),
+            stream_fn=stream_fn,
+            get_api_key=get_api_key,
+            session_id=session_id,
+        )
+
+    return make
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``trio-agent serve``."""
+    from .._cli._args import parse_model_spec
+
+    parser = argparse.ArgumentParser(
+        prog="trio-agent serve",
+        description=(
+            "Serve a chat page on http://HOST:PORT/ (offline demo model unless --model). "
+            "The API streams AG-UI events; see docs/web.md."
+        ),
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})"
+    )
+    parser.add_argument(
+        "--on-disconnect",
+        choices=get_args(DisconnectPolicy),
+        default="abort",
+        help="what a client that disconnects mid-run does to the run (default: abort)",
+    )
+    model = parser.add_argument_group("model (as for trio-agent chat)")
+    model.add_argument("--model", type=parse_model_spec, metavar="PROVIDER/ID")
+    model.add_argument("--base-url", metavar="URL")
+    model.add_argument(
+        "--api", choices=("openai-completions", "anthropic-messages", "openai-responses")
+    )
+    model.add_argument("--api-key", metavar="KEY")
+    model.add_argument("--thinking", choices=get_args(ThinkingLevel), default="off")
+    model.add_argument("--temperature", type=float, metavar="T")
+    model.add_argument("--max-retries", type=int, metavar="N")
+    model.add_argument("--tokens-per-second", type=float, default=200.0, metavar="N")
+    agent = parser.add_argument_group("agent")
+    agent.add_argument("--system", metavar="PROMPT", help="the system prompt")
+    tools = agent.add_mutually_exclusive_group()
+    tools.add_argument("--no-tools", action="store_true")
+    tools.add_argument("--demo-tools", action="store_true")
+    return parser
+
+
+def _agent_factory(args: argparse.Namespace) -> AgentFactory:
+    """The agents of the command line, resolved with the program's helpers."""
+    from .._cli._args import (
+        check_options,
+        default_system_prompt,
+        is_demo_spec,
+        key_source,
+        resolve_model,
+        tools_for,
+    )
+    from ..models import Models
+
+    check_options(args)
+    demo = is_demo_spec(args.model, args.base_url)
+    tools = tools_for(demo, args)
+    system_prompt = args.system if args.system is not None else default_system_prompt(tools)
+    if demo:
+        demo_model = DemoModel(tokens_per_second=args.tokens_per_second)
+        model, stream_fn = demo_model.model, demo_model.stream_fn
+    else:
+        models = Models()
+        model = resolve_model(args.model, models, base_url=args.base_url, api=args.api)
+        stream_fn = models.stream_simple
+    get_api_key = key_source(args, model, model)
+
+    def make(session_id: str) -> Agent:
+        return Agent(
+            AgentInitialState(
+                system_prompt=system_prompt,
+                model=model,
+                tools=tools,
+                thinking_level=args.thinking,
+            ),
+            stream_fn=stream_fn,
+            get_api_key=get_api_key,
+            session_id=session_id,
+            temperature=args.temperature,
+            max_retries=args.max_retries,
+        )
+
+    return make
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``trio-agent serve [options]``: serve until Ctrl-C; returns the exit status."""
+    from .._cli._args import UsageError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        factory = _agent_factory(args)
+    except UsageError as exc:
+        parser.error(str(exc))
+
+    async def run() -> None:
+        async def report(
+            task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
+        ) -> None:
+            await serve(
+                factory,
+                host=args.host,
+                port=args.port,
+                on_disconnect=args.on_disconnect,
+                task_status=task_status,
+            )
+
+        async with trio.open_nursery() as nursery:
+            urls = await nursery.start(report)
+            for url in urls:
+                print(f"trio-agent serve: chat on {url}/ (Ctrl-C stops)", file=sys.stderr)
+
+    try:
+        trio.run(run)
+    except KeyboardInterrupt:
+        return 130
+    return 0
