@@ -25,6 +25,7 @@ import trio
 from ._abort import AbortSignal
 from ._estimate import (
     ContextEstimate,
+    arguments_json,
     calculate_context_tokens,
     estimate_message_tokens,
     js_length,
@@ -235,7 +236,7 @@ def estimate_tokens(message: AgentMessage) -> int:
             elif isinstance(block, ThinkingContent):
                 chars += js_length(block.thinking)
             elif isinstance(block, ToolCall):
-                chars += js_length(block.name) + js_length(to_json(block.arguments))
+                chars += js_length(block.name) + js_length(arguments_json(block.arguments))
     elif isinstance(message, CompactionSummary):
         chars = js_length(message.summary)
     else:

@@ -13,7 +13,9 @@ for the last response that applies to it and adds the estimates of the messages 
 
 from __future__ import annotations
 
+import json
 import math
+import re
 from collections.abc import Sequence
 from typing import Final
 
@@ -38,6 +40,7 @@ from ._transcript import get_system_message_text
 
 __all__ = [
     "ContextEstimate",
+    "arguments_json",
     "calculate_context_tokens",
     "estimate_context_tokens",
     "estimate_message_tokens",
@@ -78,7 +81,36 @@ def _tools_tokens(tools: Sequence[ToolDeclaration | ToolReference] | None) -> in
     return estimate_text_tokens(to_json(list(tools)))
 
 
-def _arguments_json(arguments: object) -> str:
+def _plain(value: object) -> bool:
+    """Whether :func:`json.dumps` writes ``value`` as ``JSON.stringify`` does: no floats
+    (JavaScript writes ``1.0`` as ``1``), no integer-like keys (JavaScript lists them
+    first), no ints beyond 2**53, no lone surrogates (JavaScript escapes them)."""
+    if value is None or isinstance(value, bool):
+        return True
+    if isinstance(value, str):
+        return value.isascii() or not _LONE_SURROGATE.search(value)
+    if isinstance(value, int):
+        return -_SAFE_INT <= value <= _SAFE_INT
+    if isinstance(value, list):
+        return all(_plain(item) for item in value)
+    if isinstance(value, dict):
+        return all(
+            isinstance(key, str) and not key.isdigit() and _plain(key) and _plain(item)
+            for key, item in value.items()
+        )
+    return False
+
+
+_SAFE_INT: Final = 2**53
+_LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def arguments_json(arguments: object) -> str:
+    """``JSON.stringify(arguments)``, or ``"[unserializable]"`` when JSON cannot hold it."""
+    # The estimate runs before every request on each new message: the C encoder when it
+    # writes what JSON.stringify writes, the exact (slower) writer otherwise.
+    if _plain(arguments):
+        return json.dumps(arguments, separators=(",", ":"), ensure_ascii=False)
     try:
         return to_json(arguments)
     except Exception:  # upstream's safeJsonStringify: an unwritable value still counts
@@ -102,7 +134,7 @@ def estimate_message_tokens(message: Message) -> int:
         elif isinstance(block, ThinkingContent):
             chars += js_length(block.thinking)
         elif isinstance(block, ToolCall):
-            chars += js_length(block.name) + js_length(_arguments_json(block.arguments))
+            chars += js_length(block.name) + js_length(arguments_json(block.arguments))
     return math.ceil(chars / CHARS_PER_TOKEN)
 
 
