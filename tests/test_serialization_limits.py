@@ -285,6 +285,17 @@ def test_problems_are_counted_across_values() -> None:
     assert error.endswith("expected a string, got 1 @ $.content[9].text; ... and 16 more")
 
 
+def test_many_unknown_keys_are_summed_up_quickly() -> None:
+    keys = ",".join(f'"k{index}":0' for index in range(1_000_000))
+    started = time.perf_counter()
+    error = load_error_of(f'{{"role":"user","content":"x","timestamp":1,{keys}}}')
+    assert time.perf_counter() - started < 10
+    assert error == (
+        "line 1: unknown keys 'k0', 'k1', 'k10', 'k100', 'k1000', 'k10000', 'k100000', "
+        "'k100001', 'k100002', 'k100003' and 999990 more in UserMessage"
+    )
+
+
 def load_error_of(text: str) -> str:
     with pytest.raises(SerializationError) as info:
         load_transcript(io.StringIO(text))

@@ -63,6 +63,9 @@ class McpConnectionError(AgentError):
 
 @attrs.define(eq=False)
 class _Session:
+    """One connection to a server: the client, entered in its own task (:meth:`serve`),
+    and what the tools need to know about it."""
+
     client: Client
     where: str
     call_timeout: float | None
@@ -124,8 +127,8 @@ async def open_mcp_tools(
     - ``isError`` and protocol errors (``MCP error <code>: <message>``) become error
       results;
     - a lost connection (a stdio server that exited, an HTTP server that dropped the
-      connection or stopped answering) and a call that ran out of ``call_timeout``
-      become error results too; the block goes on and leaves normally;
+      connection) and a call that ran out of ``call_timeout`` become error results
+      too; the block goes on and leaves normally;
     - progress notifications are reported through ``on_update``.
 
     The session runs in a task of the block's own nursery, so that a failing transport

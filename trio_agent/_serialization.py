@@ -25,6 +25,7 @@ cattrs' own exception groups never leak.
 
 from __future__ import annotations
 
+import heapq
 import json
 import math
 import re
@@ -615,7 +616,12 @@ def _error_lines(exc: BaseException, path: str) -> list[str]:
     if isinstance(exc, BaseExceptionGroup):
         return [line for sub in exc.exceptions for line in _error_lines(sub, path)]
     if isinstance(exc, ForbiddenExtraKeysError):
-        keys = ", ".join(repr(key) for key in sorted(exc.extra_fields))
+        # The first few in sorted order, without sorting them all (a line may hold a
+        # million keys).
+        shown = heapq.nsmallest(MAX_PROBLEMS, exc.extra_fields)
+        keys = ", ".join(repr(key) for key in shown)
+        if len(exc.extra_fields) > len(shown):
+            keys += f" and {len(exc.extra_fields) - len(shown)} more"
         noun = "key" if len(exc.extra_fields) == 1 else "keys"
         return [_at(f"unknown {noun} {keys} in {exc.cl.__name__}", path)]
     if isinstance(exc, _SchemaError | ValueError):
