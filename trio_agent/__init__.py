@@ -121,6 +121,11 @@ from ._run_result import UsageLimits as UsageLimits
 from ._run_result import UsageTally as UsageTally
 from ._run_result import sum_usage as sum_usage
 
+# --- tool approval (_approval.py) ------------------------------------------------------
+from ._approval import ApproveToolCall as ApproveToolCall
+from ._approval import ToolApproval as ToolApproval
+from ._approval import pending_approvals as pending_approvals
+
 # --- agent (_agent.py) -----------------------------------------------------------------
 from ._agent import Agent as Agent
 from ._agent import AgentInitialState as AgentInitialState

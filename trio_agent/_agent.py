@@ -24,6 +24,7 @@ import trio
 
 from ._abort import AbortController, AbortSignal
 from ._agent_tool import agent_as_tool
+from ._approval import ApproveToolCall, ToolApproval, decisions, pending_approvals
 from ._checks import (
     check_callable,
     check_message,
@@ -45,6 +46,7 @@ from ._messages import (
     QueueMode,
     SystemMessage,
     ThinkingLevel,
+    ToolCall,
     ToolExecutionMode,
 )
 from ._output import OutputRun
@@ -489,6 +491,7 @@ class Agent:
         usage_limits: UsageLimits | None = None,
         output_type: Any = None,
         output_retries: int = 2,
+        approve_tool_call: ApproveToolCall | None = None,
     ) -> None:
         if initial_state is not None and not isinstance(initial_state, AgentInitialState):
             raise TypeError(
@@ -509,6 +512,7 @@ class Agent:
             "prepare_request": prepare_request,
             "prepare_next_turn": prepare_next_turn,
             "prepare_next_turn_with_context": prepare_next_turn_with_context,
+            "approve_tool_call": approve_tool_call,
         }
         for name, hook in hooks.items():
             check_callable(hook, "Agent(): ", name)
@@ -577,6 +581,10 @@ class Agent:
                 f"Agent(): usage_limits must be a UsageLimits or None, got {usage_limits!r}"
             )
         self.usage_limits = usage_limits
+        self.approve_tool_call = approve_tool_call
+        """The inline approver of calls to tools with ``needs_approval`` (``None``: such
+        calls wait for :meth:`approve` or :meth:`deny` and :meth:`continue_`)."""
+        self._decisions: list[ToolApproval] = []
         if output_type is not None:
             OutputRun(output_type, output_retries)  # checks both now
         self.output_type: Any = output_type
@@ -815,6 +823,44 @@ class Agent:
             raise AgentError(_WAIT_FOR_ITSELF)
         await active.idle.wait()
 
+    def approve(self, tool_call_id: str) -> None:
+        """Approve a call that awaits a decision; :meth:`continue_` then runs it (once).
+
+        The decision is committed to the transcript as a :class:`~trio_agent.ToolApproval`
+        message at the start of that run.
+
+        Raises:
+            AgentBusyError: a run is active.
+            ValueError: no call with this id awaits a decision.
+        """
+        self._decide(tool_call_id, True, None)
+
+    def deny(self, tool_call_id: str, reason: str | None = None) -> None:
+        """Deny a call that awaits a decision; :meth:`continue_` then answers it with an
+        error result that gives ``reason`` to the model.
+
+        Raises:
+            AgentBusyError: a run is active.
+            ValueError: no call with this id awaits a decision.
+        """
+        self._decide(tool_call_id, False, reason)
+
+    @property
+    def pending_approvals(self) -> list[ToolCall]:
+        """The calls that await a decision (none decided since the last run)."""
+        decided = {d.tool_call_id for d in self._decisions}
+        decided.update(decisions(self._state.messages))
+        return [c for c in pending_approvals(self._state.messages) if c.id not in decided]
+
+    def _decide(self, tool_call_id: str, approved: bool, reason: str | None) -> None:
+        if self._active is not None:
+            raise AgentBusyError("decide on tool calls once the run has ended")
+        if tool_call_id not in {call.id for call in self.pending_approvals}:
+            raise ValueError(f"no tool call {tool_call_id!r} awaits a decision")
+        self._decisions.append(
+            ToolApproval(tool_call_id=tool_call_id, approved=approved, reason=reason)
+        )
+
     def as_tool(
         self, *, name: str, description: str, label: str | None = None, fresh: bool = True
     ) -> AgentTool:
@@ -923,6 +969,20 @@ class Agent:
         messages = self._state.messages
         if not messages or all(m.role == "system" for m in messages):
             raise NothingToContinueError("No messages to continue from")
+        if self._decisions:
+            undecided = self.pending_approvals
+            if undecided:
+                ids = ", ".join(repr(call.id) for call in undecided)
+                raise AgentError(f"tool calls await a decision: {ids}; approve() or deny() each")
+            decided, self._decisions = self._decisions, []
+            try:
+                return await self._run_prompt(
+                    list(decided), skip_initial_steering_poll=True, output=self._output(None, None)
+                )
+            except BaseException:
+                if not any(d in self._state.messages for d in decided):
+                    self._decisions[:0] = decided  # nothing was committed: keep them
+                raise
         if messages[-1].role == "assistant":
             steering = self._steering.drain()
             output = self._output(None, None)
@@ -1015,6 +1075,7 @@ class Agent:
             before_tool_call=self.before_tool_call,
             after_tool_call=self.after_tool_call,
             usage_limits=self.usage_limits,
+            approve_tool_call=self.approve_tool_call,
         )
 
     def _finish_turn(self, run: _ActiveRun) -> Any:

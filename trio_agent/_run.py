@@ -22,6 +22,7 @@ import attrs
 import trio
 
 from ._abort import OPERATION_ABORTED, REQUEST_ABORTED, AbortSignal, open_abort_scope
+from ._approval import ApproveToolCall, decisions, pending_approvals
 from ._events import (
     AgentEndEvent,
     AgentEvent,
@@ -44,6 +45,7 @@ from ._hooks import (
 from ._messages import (
     BUILT_IN_MESSAGE_CLASSES,
     AgentMessage,
+    AssistantContent,
     AssistantMessage,
     Message,
     Model,
@@ -145,6 +147,10 @@ class AgentLoopConfig:
     after_tool_call: AfterToolCallHook | None = None
     """Called for each call that ran; may override fields of its result (see
     :data:`~trio_agent.loop.AfterToolCallHook`)."""
+    approve_tool_call: ApproveToolCall | None = None
+    """The inline approver of calls to tools with ``needs_approval``; without one such
+    calls are left for a deferred decision and the run ends after their turn (see
+    :class:`~trio_agent.ToolApproval`)."""
     usage_limits: UsageLimits | None = None
     """Limits checked before each request and each tool execution; one that is reached
     aborts the run with a :class:`~trio_agent.LimitReached` reason (see
@@ -384,6 +390,8 @@ class Run:
                 await self.commit_messages(self.declare_tool_changes(prepared + pending))
                 pending = []
                 await trio.lowlevel.checkpoint_if_cancelled()
+                if self.last_turn is None:
+                    await self.run_decided_calls()
 
                 if config.prepare_request is not None:
                     request_update = await maybe_await(
@@ -424,12 +432,15 @@ class Run:
                             after_tool_call=config.after_tool_call,
                             signal=self.signal,
                             refuse_execution=self.refuse_tool_call,
+                            approve=config.approve_tool_call,
                         )
                     tool_results = batch.result_messages
                     has_more_tool_calls = not batch.terminate
                     self.context.messages.extend(tool_results)
 
                 decision = await self.finish_turn(message, tool_results)
+                if self.at.batch is not None and self.at.batch.awaiting_approval:
+                    decision = AgentTurnDecision(action="end")  # until the decisions come
                 await self.emit(TurnEndEvent(message=message, tool_results=tool_results))
                 if message.stop_reason in ("error", "aborted") or (
                     decision is not None and decision.action == "end"
@@ -512,6 +523,36 @@ class Run:
             converted = default_convert_to_llm(messages)
         self._llm_cache = (messages, len(messages), messages[-1] if messages else None, converted)
         return list(converted)
+
+    async def run_decided_calls(self) -> None:
+        """Run the calls of the transcript's last assistant message that were decided on
+        since (:class:`~trio_agent.ToolApproval`): approved ones once, denied ones answered
+        with the denial. Their events and results come first in the run's first turn."""
+        messages = self.context.messages
+        decided = decisions(messages)
+        calls = [call for call in pending_approvals(messages) if call.id in decided]
+        if not calls:
+            return
+        owner = next(m for m in reversed(messages) if isinstance(m, AssistantMessage))
+        if self.execution_events is None:
+            self.execution_events = ExecutionEvents.open()
+        batch = self.at.batch = ToolBatch.for_message(
+            attrs.evolve(owner, content=list[AssistantContent](calls)),
+            self.context.tools,
+            self.emit,
+            self.execution_events,
+        )
+        await batch.run(
+            sequential=batch.runs_sequentially(self.config.tool_execution),
+            context=self.context,
+            before_tool_call=self.config.before_tool_call,
+            after_tool_call=self.config.after_tool_call,
+            signal=self.signal,
+            refuse_execution=self.refuse_tool_call,
+            decided=decided,
+        )
+        self.context.messages.extend(batch.result_messages)
+        self.at.batch = None
 
     def check_limit(
         self, limits: UsageLimits | None, check: Literal["exhausted", "before_request"]

@@ -14,7 +14,7 @@ from typing import Any, Generic, Literal, TypeAlias, TypeVar
 import attrs
 
 from ._abort import AbortSignal
-from ._messages import AgentMessage, AssistantMessage, Cost, Usage
+from ._messages import AgentMessage, AssistantMessage, Cost, ToolCall, ToolResultMessage, Usage
 
 __all__ = [
     "LimitReached",
@@ -25,13 +25,17 @@ __all__ = [
     "sum_usage",
 ]
 
-RunEnding: TypeAlias = Literal["stop", "length", "tool_use", "aborted", "error", "limit"]
+RunEnding: TypeAlias = Literal[
+    "stop", "length", "tool_use", "approval", "aborted", "error", "limit"
+]
 """How a run ended:
 
 - ``"stop"``: the model's last response ended normally;
 - ``"length"``: it hit the output token limit;
 - ``"tool_use"``: it asked for tools that were left pending (a tool's ``terminate``, or a
   ``finish_turn`` hook that ended the run);
+- ``"approval"``: calls to tools with ``needs_approval`` await a decision; see
+  :attr:`RunResult.pending_approvals`;
 - ``"aborted"``: ``abort()`` (or the loop's signal) ended it; see
   :attr:`RunResult.abort_reason`;
 - ``"error"``: the provider, a hook or a listener failed; see :attr:`RunResult.error`;
@@ -220,6 +224,8 @@ class RunResult(Generic[OutputT]):
     """The limit reached when ``ending`` is ``"limit"``."""
     usage: Usage = attrs.field(factory=Usage)
     """Usage and cost summed over the run's responses."""
+    pending_approvals: list[ToolCall] = attrs.field(factory=list)
+    """The calls awaiting a decision when ``ending`` is ``"approval"``."""
     output: OutputT | None = None
     """The structured output of a run given an ``output_type`` (``None`` without one,
     or when no valid answer came: then ``ending`` is ``"error"``)."""
@@ -238,6 +244,16 @@ class RunResult(Generic[OutputT]):
             ending = "stop"
         else:
             ending = _ENDINGS.get(final.stop_reason, "stop")
+        waiting: list[ToolCall] = []
+        if ending == "tool_use" and final is not None:
+            answered = {m.tool_call_id for m in added if isinstance(m, ToolResultMessage)}
+            waiting = [
+                block
+                for block in final.content
+                if isinstance(block, ToolCall) and block.id not in answered
+            ]
+            if waiting:
+                ending = "approval"
         return cls(
             messages=added,
             final=final,
@@ -246,4 +262,5 @@ class RunResult(Generic[OutputT]):
             error=final.error_message if ending == "error" and final is not None else None,
             limit=reason if isinstance(reason, LimitReached) else None,
             usage=sum_usage(added),
+            pending_approvals=waiting,
         )

@@ -21,6 +21,7 @@ import attrs
 import trio
 
 from ._abort import OPERATION_ABORTED, AbortSignal
+from ._approval import ApproveToolCall, ToolApproval, denial_text, needs_approval
 from ._events import (
     AgentEvent,
     MessageEndEvent,
@@ -129,6 +130,25 @@ class _Shared:
     before_tool_call: BeforeToolCallHook | None
     after_tool_call: AfterToolCallHook | None
     signal: AbortSignal
+    approve: ApproveToolCall | None = None
+    decided: dict[str, ToolApproval] = attrs.field(factory=dict)
+
+
+async def _approved(
+    tool_call: ToolCall, tool: AgentTool, hooks: _Shared
+) -> AgentToolCallOutcome | None:
+    """``None`` when the call may run; else its denial (a decision in the transcript, or
+    the inline approver's answer)."""
+    decision = hooks.decided.get(tool_call.id)
+    if decision is not None:
+        approved, reason = decision.approved, decision.reason
+    elif hooks.approve is not None and await needs_approval(tool, tool_call):
+        answer = await maybe_await(hooks.approve(tool_call, hooks.signal))
+        approved = answer is True
+        reason = answer if isinstance(answer, str) else None
+    else:
+        return None
+    return None if approved else _immediate(tool_call, denial_text(reason))
 
 
 async def _prepare(
@@ -147,6 +167,9 @@ async def _prepare(
             if new_args is not tool_call.arguments:
                 prepared_call = attrs.evolve(tool_call, arguments=new_args)
         args = validate_tool_arguments(tool, prepared_call)
+        denied = await _approved(tool_call, tool, hooks)
+        if denied is not None:
+            return denied
         if hooks.before_tool_call is not None:
             decision = await maybe_await(
                 hooks.before_tool_call(
@@ -288,6 +311,7 @@ class _Call:
     executing_since: float | None = None
     message: ToolResultMessage | None = None
     published: bool = False
+    awaiting_approval: bool = False
 
 
 @attrs.frozen
@@ -351,6 +375,11 @@ class ToolBatch:
             call.tool is not None and call.tool.execution_mode == "sequential"
             for call in self.calls
         )
+
+    @property
+    def awaiting_approval(self) -> bool:
+        """Some calls were left for a deferred decision (no inline approver)."""
+        return any(call.awaiting_approval for call in self.calls)
 
     @property
     def result_messages(self) -> list[ToolResultMessage]:
@@ -426,6 +455,8 @@ class ToolBatch:
         after_tool_call: AfterToolCallHook | None,
         signal: AbortSignal,
         refuse_execution: Callable[[], str | None] | None = None,
+        approve: ApproveToolCall | None = None,
+        decided: dict[str, ToolApproval] | None = None,
     ) -> None:
         """Execute the batch.
 
@@ -441,6 +472,8 @@ class ToolBatch:
             before_tool_call=before_tool_call,
             after_tool_call=after_tool_call,
             signal=signal,
+            approve=approve,
+            decided=decided or {},
         )
         if self._events is None:
             self._events = ExecutionEvents.open()
@@ -465,6 +498,15 @@ class ToolBatch:
         async with trio.open_nursery() as nursery:
             deferred: list[tuple[_Call, _Prepared]] = []
             for call in self.calls:
+                if (
+                    approve is None
+                    and call.tool is not None
+                    and call.tool_call.id not in hooks.decided
+                    and await needs_approval(call.tool, call.tool_call)
+                ):
+                    # Deferred: no events, no result; the run ends after this turn.
+                    call.awaiting_approval = True
+                    continue
                 await self._start(call)
                 # An abort (say, in a tool_execution_start listener) stops the batch
                 # before the call's preparation.
@@ -488,7 +530,8 @@ class ToolBatch:
             await self._dispatch(len(deferred))
         if not sequential:
             for call in self.calls:
-                await self._publish(call)
+                if not call.awaiting_approval:
+                    await self._publish(call)
 
     async def _dispatch(self, running: int) -> None:
         """Hand on the executions' events until ``running`` of them have ended."""

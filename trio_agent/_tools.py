@@ -119,3 +119,7 @@ class AgentTool:
     execution_mode: ToolExecutionMode | None = None
     """``"sequential"`` forces the whole batch containing a call of this tool to run
     sequentially."""
+    needs_approval: bool | Callable[[Any], bool | Awaitable[bool]] | None = None
+    """Whether a call waits for a decision before it runs: ``True``, or a function of
+    the :class:`~trio_agent.ToolCall` (may be ``async def``). See
+    :class:`~trio_agent.ToolApproval` for inline and deferred approval."""
