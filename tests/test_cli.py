@@ -107,6 +107,15 @@ async def _run(
     return status, stdout.getvalue(), stderr.getvalue()
 
 
+def _channel_of(lines: list[str]) -> trio.MemoryReceiveChannel[str]:
+    """The lines of a piped chat, then the end of input."""
+    send, receive = trio.open_memory_channel[str](len(lines))
+    for line in lines:
+        send.send_nowait(line + "\n")
+    send.close()
+    return receive
+
+
 # ---------------------------------------------------------------------------------------
 # run
 
@@ -269,7 +278,11 @@ async def test_explicit_demo_model(autojump_clock: trio.abc.Clock) -> None:
 async def test_missing_api_key_is_an_error_result(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     status, out, err = await _run(["run", "--model", "openai/gpt-4o-mini", "hi"])
-    assert (status, out, err) == (1, "", "[error] No API key for provider: openai\n")
+    assert (status, out, err) == (
+        1,
+        "",
+        "[error] No API key for provider: openai (set OPENAI_API_KEY or pass api_key)\n",
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -283,7 +296,8 @@ class _CompatServer:
         self.port = 0
         self.requests: list[tuple[str, dict[str, str], dict[str, object]]] = []
         self.unavailable = 0
-        """How many of the next requests get a retryable 503 instead of an answer."""
+        """How many of the next requests get a retryable error instead of an answer."""
+        self.unavailable_status = b"503 Service Unavailable"
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
@@ -308,10 +322,9 @@ class _CompatServer:
             self.unavailable -= 1
             error = b'{"error":{"message":"try again"}}'
             await stream.send_all(
-                b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n"
+                b"HTTP/1.1 %s\r\ncontent-type: application/json\r\n"
                 b"retry-after-ms: 1\r\nconnection: close\r\n"
-                + b"content-length: %d\r\n\r\n%s"
-                % (len(error), error)
+                b"content-length: %d\r\n\r\n%s" % (self.unavailable_status, len(error), error)
             )
             await stream.aclose()
             return
@@ -397,6 +410,89 @@ async def test_max_retries_retries_an_unavailable_server(compat_server: _CompatS
     status, out, err = await _run([*argv, "--max-retries", "1", "hello"])
     assert (status, out, err) == (1, "", '[error] 503: {"message":"try again"}\n')
     assert len(compat_server.requests) == 5
+
+
+async def test_two_retries_by_default_and_a_rate_limit_names_the_option(
+    compat_server: _CompatServer,
+) -> None:
+    base_url = f"http://127.0.0.1:{compat_server.port}/v1"
+    argv = ["run", "--model", "local/llama3", "--base-url", base_url]
+    compat_server.unavailable_status = b"429 Too Many Requests"
+    compat_server.unavailable = 2
+    assert await _run([*argv, "hello"]) == (0, "Hi there.\n", "")
+    assert len(compat_server.requests) == 3
+    compat_server.unavailable = 3
+    status, out, err = await _run([*argv, "hello"])
+    assert (status, out, err) == (
+        1,
+        "",
+        '[error] 429: {"message":"try again"} (retried 2 times; a larger --max-retries '
+        "waits longer for the limit)\n",
+    )
+    compat_server.unavailable = 1
+    status, out, err = await _run([*argv, "--max-retries", "0", "hello"])
+    assert (status, out, err) == (
+        1,
+        "",
+        '[error] 429: {"message":"try again"} (not retried; --max-retries N retries a '
+        "rate-limited request)\n",
+    )
+    assert len(compat_server.requests) == 3 + 3 + 1
+
+
+def test_max_retries_default_is_in_the_help(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--help"]) == 0
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert (
+        "--max-retries N retries of a provider request that failed before its answer "
+        "started: rate limits (429), server errors (5xx), lost connections (default: 2)"
+    ) in help_text
+
+
+async def test_a_key_is_sent_only_to_the_model_it_was_given_for(
+    compat_server: _CompatServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    base_url = f"http://127.0.0.1:{compat_server.port}/v1"
+    # The key of the local server is not sent to OpenAI after /model (nor is the
+    # placeholder of a server without a key); it is sent again after switching back.
+    no_key = "No API key for provider: openai (set OPENAI_API_KEY or pass api_key)"
+    for key_option, sent in (["--api-key", "sk-local"], "Bearer sk-local"), ([], "Bearer none"):
+        compat_server.requests.clear()
+        lines = ["hello", "/model openai/gpt-4o-mini", "hello", "/model local/llama3", "hello"]
+        argv = ["chat", "--model", "local/llama3", "--base-url", base_url, *key_option]
+        status, out, err = await _run(argv, lines=_channel_of(lines))
+        assert (status, out) == (0, "Hi there.\nHi there.\n")
+        assert err == (
+            "[model] openai/gpt-4o-mini (tools: none)\n"
+            f"[error] {no_key}\n"
+            "[model] local/llama3 (tools: none)\n"
+        )
+        assert [headers["authorization"] for _, headers, _ in compat_server.requests] == [
+            sent,
+            sent,
+        ]
+
+
+async def test_a_key_for_a_catalog_model_goes_to_its_provider_only(
+    compat_server: _CompatServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A catalog model pointed at another server with --base-url: the key given for it
+    # goes to that server, never to the provider's own address (a later /model).
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("GROQ_API_KEY", raising=False)
+    base_url = f"http://127.0.0.1:{compat_server.port}/v1"
+    argv = ["chat", "--model", "groq/llama-3.1-8b-instant", "--base-url", base_url]
+    lines = ["hello", "/model groq/qwen/qwen3-32b", "hello", "/model openai/gpt-4o", "hello"]
+    status, out, err = await _run([*argv, "--api-key", "sk-1"], lines=_channel_of(lines))
+    assert (status, out) == (0, "Hi there.\n")
+    assert err == (
+        "[model] groq/qwen/qwen3-32b (tools: none)\n"
+        "[error] No API key for provider: groq (set GROQ_API_KEY or pass api_key)\n"
+        "[model] openai/gpt-4o (tools: none)\n"
+        "[error] No API key for provider: openai (set OPENAI_API_KEY or pass api_key)\n"
+    )
+    assert [headers["authorization"] for _, headers, _ in compat_server.requests] == ["Bearer sk-1"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -565,14 +661,11 @@ async def test_chat_steers_the_running_agent(autojump_clock: trio.abc.Clock) -> 
     assert statuses == [0]
     banner, _, rest = terminal.getvalue().partition("/quit exits.\n")
     assert banner.startswith("trio-agent 0.1.0 · faux/demo, the offline demo model")
-    before, queued, after = rest.partition(f"[queued steer] {WEATHER_PROMPT}\n")
-    # The acknowledgement interrupts the answer on a line of its own; the answer goes on.
-    assert queued
-    assert before.endswith("\n")
-    head = before[:-1]
-    assert 0 < len(head) < len(HELLO_OUT) - 1 and HELLO_OUT.startswith(head)
-    assert after == (
-        HELLO_OUT[len(head) :]
+    # Typed during the answer: acknowledged below it (never in the middle of a word),
+    # then delivered.
+    assert rest == (
+        HELLO_OUT
+        + f"[queued steer] {WEATHER_PROMPT}\n"
         + f"[steer] {WEATHER_PROMPT}\n"
         + "Let me check the weather in Paris.\n"
         + WEATHER_ERR

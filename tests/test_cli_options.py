@@ -5,11 +5,14 @@ from __future__ import annotations
 import base64
 import io
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import trio
 
+import trio_agent.models
 from trio_agent import (
     AgentToolResult,
     AssistantMessage,
@@ -25,6 +28,8 @@ from trio_agent._cli._commands import Command, parse_entry
 from trio_agent._cli._input import TypeAhead
 from trio_agent._cli._render import Renderer, color_wanted
 from trio_agent._events import (
+    MessageEndEvent,
+    MessageStartEvent,
     MessageUpdateEvent,
     TextDeltaEvent,
     ThinkingDeltaEvent,
@@ -343,7 +348,7 @@ async def test_chat_commands(tmp_path: Path, autojump_clock: trio.abc.Clock) -> 
     rest = err[err.index("//text sends /text.\n") + len("//text sends /text.\n") :]
     assert rest == (
         "[error] unknown command '/nope' (/help lists the commands)\n"
-        "[error] /model needs PROVIDER/ID\n"
+        "[model] faux/demo (tools: get_weather, calculate, get_time)\n"
         "[error] unknown thinking level 'loud' (one of: off, minimal, low, medium, high, "
         "xhigh, max)\n"
         "[thinking] low\n"
@@ -359,12 +364,19 @@ async def test_chat_model_switch(
     autojump_clock: trio.abc.Clock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    lines = ["/model openai/gpt-4o-mini", "hello", "/model faux/demo", "What is 3 + 4?"]
+    lines = [
+        "/model openai/gpt-4o-mini",
+        "hello",
+        "/model",  # shows the current model
+        "/model faux/demo",
+        "What is 3 + 4?",
+    ]
     status, out, err = await _run(["chat", "--no-session"], lines=lines)
     assert (status, out) == (0, ADD_OUT)
     assert err == (
         "[model] openai/gpt-4o-mini (tools: none)\n"
-        "[error] No API key for provider: openai\n"
+        "[error] No API key for provider: openai (set OPENAI_API_KEY or pass api_key)\n"
+        "[model] openai/gpt-4o-mini (tools: none)\n"
         "[model] faux/demo (tools: get_weather, calculate, get_time)\n" + ADD_ERR
     )
 
@@ -440,3 +452,158 @@ def test_type_ahead_collects_lines_without_escape_codes() -> None:
     assert typed.feed(b"partial") == []
     assert typed.take() == "partial"
     assert typed.text == ""
+
+
+# ---------------------------------------------------------------------------------------
+# What a new user trips over (issue 19)
+
+
+@pytest.mark.parametrize(
+    ("argv", "stdin", "message"),
+    [
+        (["run", ""], "", "the prompt is empty"),
+        (["run", " \n\t"], "", "the prompt is empty"),
+        (["run", "-"], "", "the prompt read from stdin ('-') is empty"),
+        (["run", "-"], " \n\n", "the prompt read from stdin ('-') is empty"),
+    ],
+)
+def test_an_empty_prompt_is_one_usage_error(
+    argv: list[str],
+    stdin: str,
+    message: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("usage: trio-agent run [-h] ")
+    assert captured.err.endswith(f"\ntrio-agent run: error: {message}\n")
+
+
+@pytest.mark.parametrize("command", [["run", "--bogus", "hi"], ["chat", "--bogus", "-x"]])
+def test_an_unknown_option_shows_the_commands_usage(
+    command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(command) == 2
+    err = capsys.readouterr().err
+    name, *unknown = (word for word in command if word != "hi")
+    assert err.startswith(f"usage: trio-agent {name} [-h] ")
+    assert err.endswith(
+        f"\ntrio-agent {name}: error: unrecognized arguments: {' '.join(unknown)}\n"
+    )
+
+
+def test_models_lists_the_demo_model_and_the_catalog(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["models"]) == 0
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert lines[:3] == [
+        "MODEL                                           CONTEXT  INPUT        THINKING  "
+        "$/M IN  $/M OUT",
+        "faux/demo                                       128,000  text         no          "
+        "0.00     0.00",
+        "openai/gpt-4o                                   128,000  text, image  no          "
+        "2.50    10.00",
+    ]
+    assert len(lines) == 1 + 1 + len(trio_agent.models.Models().get_models())
+    assert captured.err == (
+        "Prices are indicative, in USD per million tokens. With --base-url any model id of "
+        "an OpenAI-compatible server works too.\n"
+    )
+    assert main(["models", "deepseek"]) == 0
+    assert capsys.readouterr().out == (
+        "MODEL                       CONTEXT  INPUT  THINKING  $/M IN  $/M OUT\n"
+        "deepseek/deepseek-chat      128,000  text   no          0.28     0.42\n"
+        "deepseek/deepseek-reasoner  128,000  text   yes         0.28     0.42\n"
+    )
+    assert main(["models", "nope"]) == 2
+    assert capsys.readouterr().err.endswith(
+        "\ntrio-agent models: error: unknown provider 'nope' (known: faux, openai, "
+        "anthropic, openrouter, groq, deepseek)\n"
+    )
+
+
+async def test_the_demo_model_says_it_ignores_an_image(
+    tmp_path: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    (tmp_path / "a.png").write_bytes(PNG)
+    status, out, err = await _run(["run", "--image", str(tmp_path / "a.png"), "What is 3 + 4?"])
+    assert (status, out) == (0, ADD_OUT)
+    assert err == (
+        "[image] the offline demo model ignores images: it answers as if none were attached "
+        "(--model PROVIDER/ID selects a model that reads them)\n" + ADD_ERR
+    )
+
+
+async def test_continue_recaps_the_last_exchange(
+    _state_home: Path, autojump_clock: trio.abc.Clock
+) -> None:
+    sessions = _state_home / "trio-agent" / "sessions"
+    sessions.mkdir(parents=True)
+    session = sessions / "20260101-000000-1.jsonl"
+    assert (await _run(["run", "--session", str(session), "What is 3 + 4?"]))[0] == 0
+    assert (await _run(["run", "--session", str(session), "hello"]))[0] == 0
+    status, out, err = await _run(["chat", "--continue"], lines=["/quit"])
+    assert (status, out) == (0, "")
+    assert err == (
+        f"[session] resumed 7 messages from {str(session)!r}\n"
+        "[last prompt] hello\n"
+        '[last answer] You said: "hello". I am the offline demo model of trio-agent, so I '
+        'only know a few tricks: ask me about the weather ("What is the weather in Paris?"), '
+        'a calculation ("What is 6 * 7?") or the time. ...\n'
+    )
+
+
+def test_a_notice_during_the_answer_waits_until_it_ends() -> None:
+    terminal = io.StringIO()
+    renderer = Renderer(terminal, terminal, json_lines=False)
+    partial = AssistantMessage(content=[], api="faux", provider="faux", model="demo")
+    renderer(MessageStartEvent(message=partial))
+    for delta in ("You sa", "id: he", "llo."):
+        update = TextDeltaEvent(content_index=0, delta=delta, partial=partial)
+        renderer(MessageUpdateEvent(message=partial, assistant_message_event=update))
+        if delta == "You sa":
+            renderer.notice_after_answer("[queued steer] go on")
+            renderer.error("no such command", after_answer=True)
+    final = AssistantMessage(
+        content=[TextContent(text="You said: hello.")], api="faux", provider="faux", model="demo"
+    )
+    assert terminal.getvalue() == "You said: hello."
+    renderer(MessageEndEvent(message=final))
+    renderer.notice_after_answer("[queued steer] at once")  # no answer streaming
+    assert terminal.getvalue() == (
+        "You said: hello.\n[queued steer] go on\n[error] no such command\n[queued steer] at once\n"
+    )
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX pipes")
+@pytest.mark.parametrize("json_lines", [True, False])
+def test_a_reader_that_goes_away_ends_the_program_quietly(json_lines: bool) -> None:
+    # ``trio-agent run --json ... | head -1``: no traceback, status 1 (as in text mode).
+    root = str(Path(__file__).resolve().parents[1])
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+    options = ["--json"] if json_lines else []
+    argv = ["run", *options, "--tokens-per-second", "20", "What is the weather in Paris?"]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "trio_agent", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    try:
+        assert process.stdout is not None and process.stderr is not None
+        first = process.stdout.read(3)  # "{"t" or "Let": the answer has begun
+        process.stdout.close()  # the reader goes away
+        err = process.stderr.read()
+        status = process.wait(timeout=60)
+    finally:
+        process.kill()
+        process.wait()
+        for pipe in (process.stdout, process.stderr):
+            if pipe is not None:
+                pipe.close()
+    assert first == (b'{"t' if json_lines else b"Let")
+    assert (status, err) == (1, b"")

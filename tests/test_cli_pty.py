@@ -107,10 +107,12 @@ def test_typing_during_a_streamed_answer_is_queued_not_echoed(tmp_path: Path) ->
     child.send("hello\r")
     child.expect_exact("You said")  # the answer streams slowly
     child.send("What is the weather in Tokyo?\r")
-    _expect(child, "[queued steer] What is the weather in Tokyo?")
+    child.expect_exact("to talk to a real model.")  # the answer goes on
     streamed_so_far = child.before
-    child.expect_exact("to talk to a real model.")  # the answer went on
-    _expect(child, "[steer] What is the weather in Tokyo?")  # delivered
+    # Acknowledged below the answer, never in the middle of a word; then delivered.
+    _expect(child, "\r\n[queued steer] What is the weather in Tokyo?\r\n")
+    coloured = child.after
+    _expect(child, "[steer] What is the weather in Tokyo?")
     # Typed while the answer streams, without Enter: it waits in the next prompt.
     child.send("What is 2 + 2?")
     _expect(child, "humid and overcast")
@@ -127,7 +129,7 @@ def test_typing_during_a_streamed_answer_is_queued_not_echoed(tmp_path: Path) ->
     # Nothing typed was echoed into the answer.
     assert "Tokyo" not in streamed_so_far
     # Colours are on for a terminal.
-    assert SGR.search(streamed_so_far)
+    assert SGR.search(coloured)
 
 
 def test_ctrl_c_aborts_then_exits_130_without_colours(tmp_path: Path) -> None:
@@ -150,6 +152,26 @@ def test_ctrl_c_aborts_then_exits_130_without_colours(tmp_path: Path) -> None:
     assert [m.role for m in load_transcript(saved)][-1] == "assistant"
 
 
+def test_ctrl_c_clears_a_half_typed_line_and_exits_on_an_empty_one(tmp_path: Path) -> None:
+    child = _spawn(tmp_path, "--tokens-per-second", "100000", "--no-session", no_color=True)
+    child.expect_exact(PROMPT)
+    child.send("a question I no longer want")
+    child.expect_exact("want")  # echoed by readline
+    child.send(CTRL_C)
+    child.expect_exact("^C\r\n" + PROMPT)  # a fresh, empty prompt, as in bash
+    child.send("hello\r")  # the cleared text is not part of the entry
+    child.expect_exact('You said: "hello".')
+    child.expect_exact(PROMPT)
+    child.send("two Ctrl-C")
+    child.expect_exact("Ctrl-C")
+    child.send(CTRL_C)  # the first clears the line
+    child.expect_exact("^C\r\n" + PROMPT)
+    child.send(CTRL_C)  # the second, on the empty line, exits
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 130
+
+
 def test_slash_commands(tmp_path: Path) -> None:
     saved = tmp_path / "saved.jsonl"
     child = _spawn(tmp_path, "--tokens-per-second", "100000", "--no-session")
@@ -162,6 +184,9 @@ def test_slash_commands(tmp_path: Path) -> None:
     child.expect_exact(PROMPT)
     child.send("/thinking high\r")
     _expect(child, "[thinking] high")
+    child.expect_exact(PROMPT)
+    child.send("/model\r")
+    _expect(child, "[model] faux/demo (tools: get_weather, calculate, get_time)")
     child.expect_exact(PROMPT)
     child.send("/model faux/other\r")
     _expect(child, "[error] unknown model 'other' for provider 'faux' (known: demo)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import base64
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import get_args
 from urllib.parse import urlsplit
@@ -22,6 +22,7 @@ from ._files import open_regular_file
 
 __all__ = [
     "COMMAND_PARSER",
+    "DEFAULT_MAX_RETRIES",
     "DEMO_PROVIDER",
     "PLACEHOLDER_API_KEY",
     "PLAIN_SYSTEM_PROMPT",
@@ -134,9 +135,28 @@ def _retries(text: str) -> int:
 # The parser
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose unknown arguments are reported by the subcommand that was
+    given them (``trio-agent run --bogus`` shows ``run``'s usage, not the program's)."""
+
+    def parse_known_args(  # type: ignore[override]  # the base's overloads, one used here
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        command: argparse.ArgumentParser | None = getattr(parsed, COMMAND_PARSER, None)
+        if extras and command is not None and command is not self:
+            command.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed, extras
+
+
+DEFAULT_MAX_RETRIES = 2
+"""Retries of a failed provider request when ``--max-retries`` is not given (the official
+OpenAI and Anthropic clients retry twice too)."""
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The program's argument parser (``run`` and ``chat`` share every option)."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=PROG,
         description=(
             "Run an LLM agent on Trio. Without --model it runs offline on a built-in demo "
@@ -164,6 +184,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     for command in (run, chat):
         _add_options(command)
+    models = commands.add_parser(
+        "models",
+        help="list the models of the built-in catalog",
+        description=(
+            "List the models that --model and /model know: the offline demo model and the "
+            "catalog's models, with context window, input kinds, thinking support and "
+            "indicative prices (USD per million input and output tokens). Any model of an "
+            "OpenAI-compatible server also works, with --base-url."
+        ),
+    )
+    models.add_argument(
+        "provider", metavar="PROVIDER", nargs="?", help="list only this provider's models"
+    )
+    for command in (run, chat, models):
         command.set_defaults(**{COMMAND_PARSER: command})
     return parser
 
@@ -207,7 +241,9 @@ def _add_options(common: argparse.ArgumentParser) -> None:
         "--max-retries",
         type=_retries,
         metavar="N",
-        help="retries of a failed provider request (default: none)",
+        default=DEFAULT_MAX_RETRIES,
+        help="retries of a provider request that failed before its answer started: rate "
+        f"limits (429), server errors (5xx), lost connections (default: {DEFAULT_MAX_RETRIES})",
     )
     model.add_argument(
         "--tokens-per-second",
@@ -373,15 +409,28 @@ PLACEHOLDER_API_KEY = "none"
 llama.cpp) need none, but the providers refuse to send a request without one."""
 
 
-def key_source(args: argparse.Namespace) -> Callable[[str], str | None] | None:
-    """The agent's ``get_api_key``: ``--api-key``, else (consulted after it) the
-    provider's environment variable, else the placeholder for a ``--base-url`` server."""
+def key_source(
+    args: argparse.Namespace, model: Model, main: Model
+) -> Callable[[str], str | None] | None:
+    """The agent's ``get_api_key`` while ``model`` is selected; ``main`` is the model of
+    ``--model``.
+
+    ``--api-key`` was given for ``main``: it is used for a model of the same provider and
+    base URL only, never sent anywhere else. A model of the ``--base-url`` server without
+    a key gets the placeholder. Otherwise ``None``: the provider reads its environment
+    variable. Resolved again on every ``/model``.
+    """
     api_key: str | None = args.api_key
-    if api_key is not None:
-        return lambda provider: api_key
-    if args.base_url is not None:
-        return lambda provider: None if env_api_key(provider) else PLACEHOLDER_API_KEY
-    return None
+    if api_key is not None and (model.provider, model.base_url) == (main.provider, main.base_url):
+        key: str | None = api_key
+    elif args.base_url is not None and model.base_url == args.base_url:
+        if env_api_key(model.provider):
+            return None
+        key = PLACEHOLDER_API_KEY
+    else:
+        return None
+    provider_of_key = model.provider
+    return lambda provider: key if provider == provider_of_key else None
 
 
 # ---------------------------------------------------------------------------------------

@@ -13,13 +13,13 @@ __all__ = ["COMMANDS", "BUSY_COMMANDS", "Command", "help_text", "parse_entry"]
 COMMANDS: dict[str, tuple[str, str]] = {
     "/help": ("", "show this help"),
     "/reset": ("", "start a new conversation (the system prompt stays)"),
-    "/model": ("PROVIDER/ID", "switch the model, e.g. /model openai/gpt-4o-mini"),
+    "/model": ("[PROVIDER/ID]", "show the model, or switch, e.g. /model openai/gpt-4o-mini"),
     "/thinking": ("LEVEL", "set the thinking level (off, minimal, low, medium, high, ...)"),
     "/save": ("PATH", "write the conversation to PATH as JSON Lines"),
     "/followup": ("TEXT", "queue TEXT until the agent has finished (while it works)"),
     "/quit": ("", "exit (also /exit, Ctrl-D)"),
 }
-"""Name -> (argument, description)."""
+"""Name -> (argument, description); an argument in brackets is optional."""
 
 _ALIASES = {"/exit": "/quit", "/follow-up": "/followup", "/?": "/help"}
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import ctypes
 import os
 import select
 from collections.abc import Iterator
@@ -59,6 +60,11 @@ class ChatInput(Protocol):
         """Add a complete entry to the history."""
         ...
 
+    def interrupt(self) -> bool:
+        """Ctrl-C while no run is going: clear a half-typed line at the prompt and return
+        ``True``; return ``False`` when there is none (the program then ends)."""
+        ...
+
 
 class ChannelInput:
     """Lines from a memory channel (piped stdin, or tests).
@@ -88,6 +94,10 @@ class ChannelInput:
 
     def remember(self, entry: str) -> None:
         """Nothing to remember."""
+
+    def interrupt(self) -> bool:
+        """No line is being typed."""
+        return False
 
 
 async def read_lines(stdin: TextIO, send: trio.MemorySendChannel[str]) -> None:
@@ -182,11 +192,14 @@ class TerminalInput:
         self._pending_lines: list[str] = []
         self._saved: Any = None  # terminal settings while quiet
         self._readline: Any = None
+        self._library: ctypes.CDLL | None = None  # the C library, to clear its line
+        self._at_prompt = False  # a readline read is in progress
         try:
             import readline
         except ImportError:  # pragma: no cover - no readline on this platform
             return
         self._readline = readline
+        self._library = _line_clearing_library(readline)
         readline.set_auto_history(False)
         readline.set_history_length(HISTORY_LENGTH)
         if history is not None:
@@ -206,9 +219,34 @@ class TerminalInput:
         if self._pending_lines:  # typed (with Enter) just before the run ended
             return self._pending_lines.pop(0)
         prefill = self.typeahead.take()
-        return await trio.to_thread.run_sync(
-            self._read_blocking, prompt, prefill, abandon_on_cancel=True
-        )
+        self._at_prompt = True
+        try:
+            return await trio.to_thread.run_sync(
+                self._read_blocking, prompt, prefill, abandon_on_cancel=True
+            )
+        finally:
+            self._at_prompt = False
+
+    def interrupt(self) -> bool:
+        """Ctrl-C at the prompt: clear a half-typed line, as bash and the Python REPL do.
+
+        The line belongs to ``readline`` in the reading thread, blocked waiting for a key:
+        it is cleared through the C library (GNU readline's ``rl_replace_line``) and the
+        prompt redrawn. Without that library (libedit) the line is not cleared and
+        ``False`` is returned, as for an empty line.
+        """
+        readline, library = self._readline, self._library
+        if not self._at_prompt or readline is None or library is None:
+            return False
+        if not readline.get_line_buffer():
+            return False
+        library.rl_replace_line(b"", 1)
+        ctypes.c_int.in_dll(library, "rl_point").value = 0
+        library.using_history()  # Up starts again from the newest entry
+        self._write("^C\n")
+        library.rl_on_new_line()
+        library.rl_redisplay()
+        return True
 
     def _read_blocking(self, prompt: str, prefill: str) -> str | None:
         readline = self._readline
@@ -286,6 +324,25 @@ class TerminalInput:
         with contextlib.suppress(OSError, ValueError):
             self.stdout.write(text)
             self.stdout.flush()
+
+
+_LINE_CLEARING = ("rl_replace_line", "rl_on_new_line", "rl_redisplay", "using_history")
+
+
+def _line_clearing_library(readline: Any) -> ctypes.CDLL | None:
+    """The GNU readline library behind the ``readline`` module, if it can clear the line
+    being edited (``None`` for libedit, or a module linked statically)."""
+    if "libedit" in (readline.__doc__ or ""):
+        return None
+    try:
+        library = ctypes.CDLL(readline.__file__)
+        ctypes.c_int.in_dll(library, "rl_point")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not all(hasattr(library, name) for name in _LINE_CLEARING):
+        return None
+    library.rl_replace_line.argtypes = [ctypes.c_char_p, ctypes.c_int]
+    return library
 
 
 def _input_pending(fd: int, timeout: float) -> bool:

@@ -20,7 +20,6 @@ from .._demo import DemoModel
 from .._events import AssistantMessageEvent
 from .._messages import AgentMessage, ImageContent, Model
 from .._streaming import LlmContext, StreamOptions
-from .._tools import AgentTool
 from .._util import collapse_exception_group
 from ..models import Models
 from ._args import (
@@ -39,8 +38,8 @@ from ._args import (
     unknown_faux_model,
 )
 from ._input import ChannelInput, ChatInput, TerminalInput, read_lines, terminal_restored
-from ._program import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE, Program
-from ._render import Renderer, color_wanted, is_terminal
+from ._program import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE, ModelChoice, Program
+from ._render import Renderer, color_wanted, is_terminal, last_exchange, model_table
 from ._session import (
     history_file,
     latest_session,
@@ -107,10 +106,10 @@ class _Models:
         self.args = args
         self.demo = demo
         self.models = models
+        self.main = self._model(args.model, args.base_url, args.api)
+        """The model of ``--model`` (the one ``--api-key`` was given for)."""
 
-    def choose(
-        self, spec: ModelSpec | None, base_url: str | None = None, api: str | None = None
-    ) -> Model:
+    def _model(self, spec: ModelSpec | None, base_url: str | None, api: str | None) -> Model:
         if is_demo_spec(spec, base_url):
             return self.demo.model
         assert spec is not None
@@ -118,14 +117,15 @@ class _Models:
             raise UsageError(unknown_faux_model(spec))
         return resolve_model(spec, self.models, base_url=base_url, api=api)
 
-    def choose_with_tools(self, spec: ModelSpec) -> tuple[Model, list[AgentTool]]:
-        """``/model``: the model, and the tools it gets (``--base-url`` and ``--api``
-        apply only to the model of ``--model``)."""
-        same = spec == self.args.model
-        model = self.choose(
-            spec, self.args.base_url if same else None, self.args.api if same else None
+    def choose(self, spec: ModelSpec | None) -> ModelChoice:
+        """The model of ``spec`` with its tools and key source (``--base-url`` and
+        ``--api`` apply only to the model of ``--model``)."""
+        model = self.main if spec == self.args.model else self._model(spec, None, None)
+        return ModelChoice(
+            model=model,
+            tools=tools_for(model is self.demo.model, self.args),
+            get_api_key=key_source(self.args, model, self.main),
         )
-        return model, tools_for(model is self.demo.model, self.args)
 
     def stream(
         self, model: Model, context: LlmContext, options: StreamOptions
@@ -147,7 +147,7 @@ def _banner(agent: Agent, demo: bool) -> str:
     return (
         f"{PROG} {__version__} · {what}\n"
         "Enter sends, a trailing \\ continues the line, /help lists the commands;\n"
-        "Ctrl-C aborts a run, Ctrl-D or /quit exits."
+        "Ctrl-C aborts a run or clears the line; on an empty line it, Ctrl-D or /quit exits."
     )
 
 
@@ -162,6 +162,8 @@ async def _run_program(
     interactive: bool | None,
     show_usage: bool | None,
 ) -> int:
+    if args.command == "models":
+        return await _list_models(args.provider, stdout, stderr)
     check_options(args)
     chat = args.command == "chat"
     if interactive is None:
@@ -186,24 +188,28 @@ async def _run_program(
     prompt = ""
     if not chat:
         prompt = args.prompt
+        origin = ""
         if prompt == "-":
             prompt = (await trio.to_thread.run_sync(stdin.read, abandon_on_cancel=True)).strip()
-            if not prompt:
-                raise UsageError("the prompt read from stdin ('-') is empty")
+            origin = " read from stdin ('-')"
+        # One rule for both: nothing to say is a usage error, never an empty request.
+        if not prompt.strip():
+            raise UsageError(f"the prompt{origin} is empty")
     renderer = Renderer(
         stdout,
         stderr,
         json_lines=args.json,
         color=not args.json and color_wanted(args.color, stderr),
+        max_retries=args.max_retries,
     )
     if show_usage is None:
         show_usage = is_terminal(stderr)
     async with Models() as catalog:
         demo_model = DemoModel(tokens_per_second=args.tokens_per_second)
         models = _Models(args, demo_model, catalog)
-        model = models.choose(args.model, args.base_url, args.api)
+        choice = models.choose(args.model)
+        model, tools = choice.model, choice.tools
         demo = model is demo_model.model
-        tools = tools_for(demo, args)
         agent = Agent(
             AgentInitialState(
                 system_prompt=args.system
@@ -215,7 +221,7 @@ async def _run_program(
                 messages=messages,
             ),
             stream_fn=models.stream,
-            get_api_key=key_source(args),
+            get_api_key=choice.get_api_key,
             max_retries=args.max_retries,
             temperature=args.temperature,
         )
@@ -226,13 +232,22 @@ async def _run_program(
             session=session,
             interactive=interactive,
             show_usage=show_usage and not args.json,
-            choose_model=models.choose_with_tools,
+            choose_model=models.choose,
             new_session_only=autosave,
         )
         if interactive and not args.json:
             renderer.notice(renderer.style("bold", _banner(agent, demo)))
         if messages and not args.json:
             renderer.info("session", f"resumed {len(messages)} messages from {str(session)!r}")
+            if args.continue_:
+                for tag, text in last_exchange(messages):
+                    renderer.info(tag, text)
+        if demo and images and not args.json:
+            renderer.info(
+                "image",
+                "the offline demo model ignores images: it answers as if none were attached "
+                "(--model PROVIDER/ID selects a model that reads them)",
+            )
         elif autosave and session is not None:
             try:
                 await trio.to_thread.run_sync(
@@ -271,6 +286,24 @@ async def _run_program(
                     stdout.flush()
             nursery.cancel_scope.cancel()  # the stdin reader
         return status
+
+
+async def _list_models(provider: str | None, stdout: TextIO, stderr: TextIO) -> int:
+    """``trio-agent models [PROVIDER]``: the demo model and the catalog, one per line."""
+    await trio.lowlevel.checkpoint()
+    demo = DemoModel().model
+    known = [demo, *Models().get_models()]
+    providers = list(dict.fromkeys(model.provider for model in known))
+    if provider is not None and provider not in providers:
+        raise UsageError(f"unknown provider {provider!r} (known: {', '.join(providers)})")
+    chosen = [model for model in known if provider is None or model.provider == provider]
+    stdout.write(model_table(chosen, demo=demo))
+    stdout.flush()
+    stderr.write(
+        "Prices are indicative, in USD per million tokens. With --base-url any model id "
+        "of an OpenAI-compatible server works too.\n"
+    )
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -36,6 +36,7 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_OK",
     "EXIT_USAGE",
+    "ModelChoice",
     "ModelChooser",
     "Program",
     "join_continued",
@@ -46,8 +47,20 @@ EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 
-ModelChooser = Callable[[ModelSpec], tuple[Model, list[AgentTool]]]
-"""``/model``: the model of a spec and its tools (raises :class:`UsageError`)."""
+
+@attrs.frozen(kw_only=True)
+class ModelChoice:
+    """What selecting a model sets in the agent."""
+
+    model: Model
+    tools: list[AgentTool]
+    get_api_key: Callable[[str], str | None] | None
+    """The key source for this model (a key is sent only to the provider it was given
+    for)."""
+
+
+ModelChooser = Callable[[ModelSpec | None], ModelChoice]
+"""``--model`` and ``/model``: what a spec selects (raises :class:`UsageError`)."""
 
 
 def join_continued(lines: Sequence[str]) -> str:
@@ -110,18 +123,29 @@ class Program:
         self._abort_requested = False
         self._quit = False
         self._input_ended = False
+        self._output_gone = False
+        self._input: ChatInput | None = None  # chat's input, while it runs
+        renderer.on_output_gone = self._stop_for_closed_output
         self._persisted: list[AgentMessage] | None = None
         """The transcript as last written to the session (or tried)."""
 
     # -- interrupts -------------------------------------------------------------------
 
     def interrupt(self) -> None:
-        """What Ctrl-C does: abort the active run; if there is none, or its abort was
-        already requested, end the program (status 130)."""
+        """What Ctrl-C does: abort the active run; if there is none, clear a half-typed
+        line at the chat's prompt; else (an empty line, or a second Ctrl-C while the run
+        is aborting) end the program (status 130)."""
         if self.agent.state.is_streaming and not self._abort_requested:
             self._abort("interrupted")
+        elif self._input is not None and self._input.interrupt():
+            pass  # a half-typed line was cleared
         else:
             self._scope.cancel()
+
+    def _stop_for_closed_output(self) -> None:
+        """The reader of the output went away (``| head``): end quietly, status 1."""
+        self._output_gone = True
+        self._scope.cancel()
 
     def _abort(self, reason: str) -> None:
         self._abort_requested = True
@@ -155,7 +179,9 @@ class Program:
             with self._scope:
                 status = await body()
             nursery.cancel_scope.cancel()
-        if self._scope.cancelled_caught:
+        if self._output_gone:
+            status = EXIT_ERROR
+        elif self._scope.cancelled_caught:
             status = EXIT_INTERRUPTED
             self.renderer.end_line()
         # The transcript is consistent even after an interrupt (the Agent guarantees it).
@@ -248,6 +274,7 @@ class Program:
         """``trio-agent chat``: one run per entry until ``/quit`` or the end of input;
         commands run in between, and the session is written after every run."""
         pending_images = list(images)
+        self._input = input
         while not self._quit and not self._input_ended:
             entry = await self._read_entry(input)
             if entry is None:
@@ -322,14 +349,15 @@ class Program:
                     self._abort("quit")
                     return
                 elif parsed.name == "/help":
-                    self.renderer.notice(help_text())
+                    self.renderer.notice_after_answer(help_text())
                 elif parsed.name in COMMANDS and parsed.name not in BUSY_COMMANDS:
                     self.renderer.error(
                         f"{parsed.name} is not available while the agent works "
-                        "(wait, or press Ctrl-C to abort the run)"
+                        "(wait, or press Ctrl-C to abort the run)",
+                        after_answer=True,
                     )
                 else:
-                    self._command_error(parsed)
+                    self._command_error(parsed, after_answer=True)
             else:
                 input.remember(entry)
                 self._queue("steer", parsed)
@@ -342,21 +370,23 @@ class Program:
         else:
             self.agent.follow_up(message)
         style = self.renderer.style
-        self.renderer.notice(style("dim", f"[queued {kind}]") + " " + text.replace("\n", " "))
+        self.renderer.notice_after_answer(
+            style("dim", f"[queued {kind}]") + " " + text.replace("\n", " ")
+        )
 
     # -- commands -----------------------------------------------------------------------
 
-    def _command_error(self, command: Command) -> None:
+    def _command_error(self, command: Command, *, after_answer: bool = False) -> None:
         if command.name not in COMMANDS:
-            self.renderer.error(f"unknown command {command.name!r} (/help lists the commands)")
+            text = f"unknown command {command.name!r} (/help lists the commands)"
         else:
-            argument = COMMANDS[command.name][0]
-            self.renderer.error(f"{command.name} needs {argument}")
+            text = f"{command.name} needs {COMMANDS[command.name][0]}"
+        self.renderer.error(text, after_answer=after_answer)
 
     async def _command(self, command: Command) -> bool:
         """Run a command typed while idle; return True to end the chat."""
         name, argument = command.name, command.argument
-        needs_argument = name in COMMANDS and COMMANDS[name][0]
+        needs_argument = name in COMMANDS and COMMANDS[name][0][:1] not in ("", "[")
         if name not in COMMANDS or (needs_argument and not argument):
             self._command_error(command)
         elif name == "/quit":
@@ -383,17 +413,21 @@ class Program:
         return False
 
     def _switch_model(self, text: str) -> None:
+        """``/model SPEC`` switches; ``/model`` alone shows the current model."""
         choose = self.options.choose_model
-        try:
-            if choose is None:
-                raise UsageError("switching models is not available here")
-            model, tools = choose(parse_model_spec(text))
-        except (UsageError, argparse.ArgumentTypeError) as exc:
-            self.renderer.error(str(exc))
-            return
-        self.agent.state.model = model
-        self.agent.state.tools = tools
-        names = ", ".join(tool.name for tool in tools) or "none"
+        if text:
+            try:
+                if choose is None:
+                    raise UsageError("switching models is not available here")
+                choice = choose(parse_model_spec(text))
+            except (UsageError, argparse.ArgumentTypeError) as exc:
+                self.renderer.error(str(exc))
+                return
+            self.agent.state.model = choice.model
+            self.agent.state.tools = choice.tools
+            self.agent.get_api_key = choice.get_api_key
+        model = self.agent.state.model
+        names = ", ".join(tool.name for tool in self.agent.state.tools) or "none"
         self.renderer.info("model", f"{model.provider}/{model.id} (tools: {names})")
 
     async def _save_as(self, text: str) -> None:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TextIO
 
 from .._events import (
@@ -31,7 +32,16 @@ from .._messages import AgentMessage, AssistantMessage, Model, ToolCall, UserMes
 from .._transcript import content_text
 from ..serialization import to_json
 
-__all__ = ["Renderer", "Style", "color_wanted", "is_terminal", "one_line", "usage_summary"]
+__all__ = [
+    "Renderer",
+    "Style",
+    "color_wanted",
+    "is_terminal",
+    "last_exchange",
+    "model_table",
+    "one_line",
+    "usage_summary",
+]
 
 MAX_RESULT_CHARS = 200
 MAX_ARGUMENT_CHARS = 120
@@ -113,6 +123,56 @@ def usage_summary(messages: Sequence[AgentMessage], model: Model) -> str | None:
     return ", ".join(parts)
 
 
+def last_exchange(messages: Sequence[AgentMessage]) -> list[tuple[str, str]]:
+    """``--continue``'s recap: ``[("last prompt", ...), ("last answer", ...)]`` from the
+    last user message and the last assistant message after it, each on one line."""
+    users = [i for i, message in enumerate(messages) if isinstance(message, UserMessage)]
+    if not users:
+        return []
+    prompt = messages[users[-1]]
+    assert isinstance(prompt, UserMessage)
+    recap = [("last prompt", _text_of(prompt))]
+    replies = [m for m in messages[users[-1] :] if isinstance(m, AssistantMessage)]
+    if replies:
+        reply = replies[-1]
+        answer = one_line(content_text(reply.content, " "))
+        if reply.stop_reason in ("error", "aborted"):
+            problem = f"({reply.stop_reason}: {reply.error_message or 'no message'})"
+            answer = one_line(f"{answer} {problem}" if answer else problem)
+        recap.append(("last answer", answer or "(no text)"))
+    return recap
+
+
+def model_table(models: Sequence[Model], *, demo: Model) -> str:
+    """``trio-agent models``: a header and one line per model, columns aligned.
+
+    ``demo`` is the offline demo model: it reads only text (it ignores images).
+    """
+    rows = [("MODEL", "CONTEXT", "INPUT", "THINKING", "$/M IN", "$/M OUT")]
+    for model in models:
+        inputs = ["text"] if model is demo else model.input
+        rows.append(
+            (
+                f"{model.provider}/{model.id}",
+                f"{model.context_window:,}",
+                ", ".join(inputs),
+                "yes" if model.reasoning else "no",
+                f"{model.cost.input:.2f}",
+                f"{model.cost.output:.2f}",
+            )
+        )
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    right = {1, 4, 5}  # numbers
+    lines = [
+        "  ".join(
+            cell.rjust(width) if column in right else cell.ljust(width)
+            for column, (cell, width) in enumerate(zip(row, widths, strict=True))
+        ).rstrip()
+        for row in rows
+    ]
+    return "".join(line + "\n" for line in lines)
+
+
 class Renderer:
     """The program's agent listener: writes events to stdout/stderr as they arrive.
 
@@ -121,20 +181,37 @@ class Renderer:
     ``[steer]``/``[follow-up]`` lines to ``stderr``. JSON form: every event as one line of
     :func:`~trio_agent.serialization.to_json` on ``stdout``.
 
+    When a reader goes away (``trio-agent run ... | head``), the renderer calls
+    :attr:`on_output_gone` and drops every later write: the program ends quietly.
+
     Args:
         stdout: Where the answer goes.
         stderr: Where everything else goes.
         json_lines: Print events as JSON Lines instead.
         color: Colour the ``stderr`` lines.
+        max_retries: The retries of a failed request, named in the error line of a
+            rate limit (429); ``None``: not named.
     """
 
     def __init__(
-        self, stdout: TextIO, stderr: TextIO, *, json_lines: bool, color: bool = False
+        self,
+        stdout: TextIO,
+        stderr: TextIO,
+        *,
+        json_lines: bool,
+        color: bool = False,
+        max_retries: int | None = None,
     ) -> None:
         self.stdout = stdout
         self.stderr = stderr
         self.json_lines = json_lines
         self.style = Style(color)
+        self.max_retries = max_retries
+        self.on_output_gone: Callable[[], None] | None = None
+        """Called once when a reader went away (a broken pipe)."""
+        self._gone = False
+        self._answering = False  # an assistant message is streaming
+        self._after_answer: list[str] = []  # notices waiting for the answer to end
         self.run_aborted = False
         """Set when the program aborts the run: tool calls started after that never ran,
         and are not shown."""
@@ -149,8 +226,7 @@ class Renderer:
 
     def __call__(self, event: AgentEvent) -> None:
         if self.json_lines:
-            self.stdout.write(to_json(event) + "\n")
-            self.stdout.flush()
+            self._put(self.stdout, to_json(event) + "\n")
             return
         if isinstance(event, MessageUpdateEvent):
             self._update(event)
@@ -158,6 +234,8 @@ class Renderer:
             self._first_user_message = True
         elif isinstance(event, MessageStartEvent) and isinstance(event.message, UserMessage):
             self._user_message(event.message)
+        elif isinstance(event, MessageStartEvent) and isinstance(event.message, AssistantMessage):
+            self._answering = True
         elif isinstance(event, MessageEndEvent) and isinstance(event.message, AssistantMessage):
             self._assistant_end(event.message)
         elif isinstance(event, ToolExecutionStartEvent):
@@ -173,6 +251,7 @@ class Renderer:
         elif isinstance(event, ToolExecutionEndEvent):
             self._tool_end(event)
         elif isinstance(event, AgentEndEvent):
+            self._answering = False
             self.end_line()
             self._labels.clear()
             self._not_run.clear()
@@ -202,12 +281,14 @@ class Renderer:
             self.notice(self.style("magenta", "[user]") + " " + _text_of(message))
 
     def _assistant_end(self, message: AssistantMessage) -> None:
+        self._answering = False
         self.end_line()
         calls = [block for block in message.content if isinstance(block, ToolCall)]
         if len(calls) > 1:  # parallel calls: label them so results can be matched
             self._labels.update({call.id: f" #{n}" for n, call in enumerate(calls, 1)})
         if message.stop_reason == "error":
-            self.notice(self.style("red", f"[error] {message.error_message or 'unknown error'}"))
+            text = message.error_message or "unknown error"
+            self.notice(self.style("red", f"[error] {text}{self._retry_hint(text)}"))
         elif message.stop_reason == "aborted":
             self.notice(
                 self.style("yellow", f"[aborted] {message.error_message or 'Request was aborted'}")
@@ -224,36 +305,93 @@ class Renderer:
         text = one_line(content_text(event.result.content, " ")) or "(no text)"
         self.notice(self.style(color, f"[{tag}{label}] {event.tool_name}{duration}:") + " " + text)
 
+    def _retry_hint(self, error: str) -> str:
+        """After a rate limit's error: how many retries were made, and the option."""
+        if self.max_retries is None or not _RATE_LIMITED.search(error):
+            return ""
+        if self.max_retries == 0:
+            return " (not retried; --max-retries N retries a rate-limited request)"
+        times = "once" if self.max_retries == 1 else f"{self.max_retries} times"
+        return f" (retried {times}; a larger --max-retries waits longer for the limit)"
+
     # -- writing --------------------------------------------------------------------------
+
+    def _put(self, stream: TextIO, text: str) -> None:
+        """Write and flush; once a reader went away, write nothing."""
+        if self._gone:
+            return
+        try:
+            stream.write(text)
+            stream.flush()
+        except BrokenPipeError:
+            self._gone = True
+            _point_at_devnull(stream)
+            if self.on_output_gone is not None:
+                self.on_output_gone()
 
     def _write(self, stream: TextIO, text: str, plain: str) -> None:
         """Write ``text`` (``plain`` without its colours) to ``stream``."""
         if self._open is not None and self._open is not stream:
             self.end_line()
-        stream.write(text)
-        stream.flush()
         self._open = None if plain.endswith("\n") else stream
+        self._put(stream, text)
 
     def end_line(self) -> None:
-        """End the current line (of either stream) if text was written to it."""
+        """End the current line (of either stream) if text was written to it; then, unless
+        an answer is streaming, show the notices that waited for it
+        (:meth:`notice_after_answer`)."""
         stream, self._open = self._open, None
         if stream is not None:
-            stream.write("\n")
-            stream.flush()
+            self._put(stream, "\n")
+        if self._answering:
+            return
+        waiting, self._after_answer = self._after_answer, []
+        for line in waiting:
+            self._put(self.stderr, line + "\n")
 
     def notice(self, line: str) -> None:
         """Write one line to stderr, after ending a pending line."""
         self.end_line()
-        self.stderr.write(line + "\n")
-        self.stderr.flush()
+        self._put(self.stderr, line + "\n")
 
-    def error(self, text: str) -> None:
-        """An ``[error]`` notice (a failed command, say)."""
-        self.notice(self.style("red", f"[error] {text}"))
+    def notice_after_answer(self, line: str) -> None:
+        """Like :meth:`notice`, but while an answer is streaming the line waits until the
+        answer has ended, and is shown below it (never in the middle of a word)."""
+        if self._answering:
+            self._after_answer.append(line)
+        else:
+            self.notice(line)
+
+    def error(self, text: str, *, after_answer: bool = False) -> None:
+        """An ``[error]`` notice (a failed command, say); with ``after_answer``, shown as
+        :meth:`notice_after_answer` shows it."""
+        line = self.style("red", f"[error] {text}")
+        if after_answer:
+            self.notice_after_answer(line)
+        else:
+            self.notice(line)
 
     def info(self, tag: str, text: str) -> None:
         """A ``[tag] text`` notice, the tag dimmed."""
         self.notice(self.style("dim", f"[{tag}]") + " " + text)
+
+
+_RATE_LIMITED = re.compile(r"(?:^|\. )429\b")
+"""An error message of a rate-limited request (also after the retry-delay message)."""
+
+
+def _point_at_devnull(stream: TextIO) -> None:
+    """Point a broken stream's file descriptor at the null device: what is still in its
+    buffer (flushed again at exit) then goes nowhere instead of raising again."""
+    try:
+        fd = stream.fileno()
+    except (OSError, ValueError, AttributeError):
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, fd)
+    finally:
+        os.close(null)
 
 
 def _text_of(message: UserMessage) -> str:
