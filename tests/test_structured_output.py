@@ -13,7 +13,14 @@ import trio
 import trio.testing
 from test_agent_trio import make_agent
 
-from trio_agent import AssistantMessage, RunResult, TextContent, ToolResultMessage, UserMessage
+from trio_agent import (
+    AssistantMessage,
+    RunResult,
+    TextContent,
+    ToolResultMessage,
+    UserMessage,
+    get_current_tools,
+)
 from trio_agent.models import faux_assistant_message, faux_tool_call
 
 
@@ -134,3 +141,26 @@ async def test_mypy_infers_the_output_type(autojump_clock: trio.testing.MockCloc
     city = result.output
     assert city is not None
     assert city.name.upper() == "ROME"  # mypy checks .name is a str on City
+
+
+async def test_a_pydantic_model_round_trips(autojump_clock: trio.testing.MockClock) -> None:
+    pydantic = pytest.importorskip("pydantic")
+
+    class Answer(pydantic.BaseModel):  # type: ignore[name-defined,misc]
+        text: str
+        confidence: float
+
+    agent, faux = make_agent(
+        [
+            answer({"text": "yes", "confidence": 2}, "a"),
+            answer({"text": "yes", "confidence": 0.9}, "b"),
+        ]
+    )
+    result = await agent.prompt("answer", output_type=Answer)
+    assert result.output == Answer(text="yes", confidence=2.0)
+    declared = get_current_tools(faux.requests[0].context.messages)
+    assert [d.name for d in declared] == ["final_result"]
+    assert declared[0].parameters["properties"]["result"]["properties"]["confidence"] == {
+        "title": "Confidence",
+        "type": "number",
+    }
