@@ -161,7 +161,7 @@ async def test_thinking_and_tool_call() -> None:
         {
             "id": "call-1",
             "type": "function",
-            "function": {"name": "echo", "arguments": '{"text": "ping"}'},
+            "function": {"name": "echo", "arguments": '{"text":"ping"}'},
         }
     ]
 

@@ -164,7 +164,10 @@ def agui_messages(thread_id: str, messages: Sequence[AgentMessage]) -> list[dict
                     {
                         "id": call.id,
                         "type": "function",
-                        "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+                        "function": {
+                            "name": call.name,
+                            "arguments": json.dumps(call.arguments, separators=(",", ":")),
+                        },
                     }
                     for call in calls
                 ]
@@ -423,7 +426,7 @@ def _close_message(open_message: _OpenMessage, message: AssistantMessage) -> lis
                 {
                     "type": "TOOL_CALL_ARGS",
                     "toolCallId": block.id,
-                    "delta": json.dumps(block.arguments),
+                    "delta": json.dumps(block.arguments, separators=(",", ":")),
                 }
             )
             events.append({"type": "TOOL_CALL_END", "toolCallId": block.id})
