@@ -64,6 +64,7 @@ def help_text() -> str:
         "",
         "Enter sends; a line ending in \\ continues on the next line, and a paste keeps its",
         "lines. Up/Down browse the history. Lines typed while the agent works steer it.",
-        "Ctrl-C aborts a run; Ctrl-C with no run, Ctrl-D or /quit exits. //text sends /text.",
+        "Ctrl-C aborts a run, or clears the line being typed; Ctrl-C on an empty line,",
+        "Ctrl-D or /quit exits. //text sends /text.",
     ]
     return "\n".join(lines)
