@@ -173,7 +173,7 @@ def test_stop_button(tab: Page) -> None:
     expect(tab.locator("#status")).to_have_text("idle")
     expect(tab.locator(".notice")).to_have_text("stopped")
     stopped = answer.text_content() or ""
-    assert "offline demo model" not in stopped  # cut short
+    assert "to talk to a real model." not in stopped  # cut short
     tab.reload()
     expect(tab.locator(".notice")).to_have_text("stopped")
     expect(tab.locator("#stop")).to_be_disabled()
