@@ -500,16 +500,47 @@ def test_the_budget_follows_the_requested_level_unclamped() -> None:
     )
     assert limits(
         request_body(model, conversation(HI), StreamOptions(reasoning="minimal", max_tokens=1000))
-    ) == (2024, 1024)
+    ) == (2024, 1000)
 
 
 @pytest.mark.parametrize("window", [8000, 40000, 60000])
-def test_the_budget_is_never_below_1024(window: int) -> None:
+def test_a_full_context_leaves_no_budget_which_is_sent_as_1024(window: int) -> None:
+    # pi's rule: the budget leaves 1024 tokens for the answer; none left is sent as 1024.
     model = budget_model(context_window=window)
     history = UserMessage(content="x" * int((window - 1000) * 3.5), timestamp=1)
     body = request_body(model, conversation(history), StreamOptions(reasoning="medium"))
     assert body["max_tokens"] == 1
     assert body["thinking"]["budget_tokens"] == 1024
+
+
+@pytest.mark.parametrize(
+    ("model_max", "level", "option", "expected"),
+    [
+        # issue 18 item 14; every row checked against pi-ai 1.6.0's own functions
+        (32000, "minimal", 1000, (2024, 1000)),
+        (1500, "low", None, (1500, 476)),
+        (1500, "medium", None, (1500, 476)),
+        # the option's room added, the budget cut to leave the answer 1024 tokens
+        (32000, "low", 1000, (3048, 2024)),
+        (32000, "high", None, (32000, 16384)),
+        # the model's limit leaves the answer exactly 1024 tokens, or no budget (sent as 1024)
+        (2048, "minimal", None, (2048, 1024)),
+        (2049, "minimal", None, (2049, 1024)),
+        (2047, "minimal", None, (2047, 1023)),
+        (1025, "low", None, (1025, 1)),
+        (1024, "minimal", None, (1024, 1024)),
+        (1000, "high", None, (1000, 1024)),
+        # an option above the model's limit: the model's limit
+        (4000, "medium", 8000, (4000, 2976)),
+        (4000, "xhigh", 100, (4000, 2976)),
+    ],
+)
+def test_the_budget_leaves_1024_tokens_for_the_answer(
+    model_max: int, level: str, option: int | None, expected: tuple[int, int]
+) -> None:
+    model = budget_model(max_tokens=model_max)
+    options = StreamOptions(reasoning=level, max_tokens=option)  # type: ignore[arg-type]
+    assert limits(request_body(model, conversation(HI), options)) == expected
 
 
 # U55 · the tool-cache, long-retention and temperature switches

@@ -75,8 +75,6 @@ __all__ = [
 ANTHROPIC_VERSION = "2023-06-01"
 INTERLEAVED_THINKING_BETA = "interleaved-thinking-2025-05-14"
 FINE_GRAINED_TOOL_STREAMING_BETA = "fine-grained-tool-streaming-2025-05-14"
-MIN_THINKING_BUDGET = 1024
-"""The smallest ``budget_tokens`` sent (the API's minimum)."""
 REDACTED_THINKING_TEXT = "[Reasoning redacted]"
 _IMAGE_MOVED = "(image attached after the tool results)"
 
@@ -450,8 +448,10 @@ def build_anthropic_body(
             max_tokens, model.max_tokens or sys.maxsize, requested, options.thinking_budgets
         )
         max_tokens = clamp_max_tokens_to_context(model, estimated, max_tokens)
-        # The API rejects budgets below 1024 (upstream would send 0 for a full context).
-        budget = max(MIN_THINKING_BUDGET, min(budget, max(0, max_tokens - 1024)))
+        # pi's rule exactly (parity U53): the budget leaves 1024 tokens for the answer, so
+        # a small output limit gives a budget of 1-1023 (below the API's minimum, which it
+        # refuses naming the field); none at all (0) is sent as 1024, as pi does.
+        budget = min(budget, max(0, max_tokens - 1024)) or 1024
         thinking = {"type": "enabled", "budget_tokens": budget, "display": "summarized"}
         betas.append(INTERLEAVED_THINKING_BETA)
 

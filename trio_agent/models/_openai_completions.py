@@ -62,7 +62,7 @@ from ._http import (
     parse_sse_json,
     stream_http,
 )
-from ._openai_responses import short_hash
+from ._openai_responses import openai_http_error_parts, short_hash
 from ._request import client_error_message, client_error_text
 from ._strict_tools import strict_schema_for
 from ._transform import sanitize_surrogates, transform_messages
@@ -504,37 +504,17 @@ def _build_request(
 # Errors
 
 
-_ERROR_JSON_LIMIT = 4000
-
-
-def openai_error_text(error: HttpError, *, object_status: bool = True) -> str:
-    """An HTTP error as upstream words it for the OpenAI APIs (before any API prefix).
-
-    A JSON body's ``error`` field (else the whole value), when it is a non-empty object,
-    gives ``<status>: <compact JSON>`` (without ``<status>: `` when ``object_status`` is
-    false), cut at 4000 characters with
-    ``... [truncated N chars]``. Otherwise the OpenAI SDK's message: ``<status> <compact
-    JSON>`` for other JSON, ``<status> <body as received>`` for a body that is not JSON,
-    ``<status> status code (no body)`` for an empty body. JSON is re-encoded, so escaped
-    forms of a secret come out plain, where redaction finds them.
+def openai_error_text(error: HttpError) -> str:
+    """An HTTP error as pi words it for Chat Completions: the OpenAI client's message
+    (``<status> <message>``, ``<status> <compact JSON>`` for an error object without a
+    message, ``<status> <body as received>`` for a body that is not JSON, ``<status>
+    status code (no body)``), or ``<status>: <compact JSON>`` for an error object the
+    message does not carry, cut at 4000 characters with ``... [truncated N chars]``
+    (see :func:`~._openai_responses.openai_http_error_parts`). JSON is re-encoded, so
+    escaped forms of a secret come out plain, where redaction finds them.
     """
-    body = error.body
-    if not body:
-        return f"{error.status} status code (no body)"
-    try:
-        parsed = json.loads(body)
-    except ValueError:
-        return f"{error.status} {body}"
-    detail = parsed
-    if isinstance(parsed, dict) and parsed.get("error") is not None:
-        detail = parsed["error"]
-    text = compact_json(detail)
-    if not (isinstance(detail, dict) and detail):
-        return f"{error.status} {text}"
-    if len(text) > _ERROR_JSON_LIMIT:
-        cut = len(text) - _ERROR_JSON_LIMIT
-        text = f"{text[:_ERROR_JSON_LIMIT]}... [truncated {cut} chars]"
-    return f"{error.status}: {text}" if object_status else text
+    message, body = openai_http_error_parts(error)
+    return message if body is None else f"{error.status}: {body}"
 
 
 def format_openai_completions_error(error: HttpError, model: Model) -> str:

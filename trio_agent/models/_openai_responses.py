@@ -65,6 +65,7 @@ __all__ = [
     "convert_responses_tools",
     "format_responses_http_error",
     "normalize_responses_tool_call_id",
+    "openai_http_error_parts",
     "short_hash",
     "split_tool_call_id",
     "stream_openai_responses",
@@ -822,21 +823,26 @@ def build_responses_request(
     )
 
 
-def _http_error_text(error: HttpError) -> str:
-    """The text of an HTTP error as pi words it: the client's message (see
-    :func:`~._request.client_error`), or the compact JSON of an error that is a non-empty object
-    (cut at 4000 characters) when the message does not already contain it."""
+def openai_http_error_parts(error: HttpError) -> tuple[str, str | None]:
+    """An HTTP error of the OpenAI APIs as pi reads it: the OpenAI client's message (see
+    :func:`~._request.client_error`), and the body pi shows in its place, or ``None``.
+
+    The body is the compact JSON of an error that is a non-empty object, cut at 4000
+    characters; it is ``None`` when the message already contains it (an error object
+    without a message, whose JSON the client quotes) or there is no such object.
+    """
     message, detail = client_error(error)
     if not (isinstance(detail, dict) and detail):
-        return message
+        return message, None
     shown = truncate_json_error(js_stringify(detail))
-    return message if shown in message else shown
+    return message, (None if shown in message else shown)
 
 
 def format_responses_http_error(error: HttpError, model: Model) -> str:
     """``<Provider> API error (<status>): <text>`` (``OpenAI`` for provider ``openai``), the
-    text as the OpenAI client and pi word it (see :func:`_http_error_text`)."""
-    return f"{_provider_label(model)} API error ({error.status}): {_http_error_text(error)}"
+    text as the OpenAI client and pi word it (see :func:`openai_http_error_parts`)."""
+    message, body = openai_http_error_parts(error)
+    return f"{_provider_label(model)} API error ({error.status}): {body or message}"
 
 
 OPENAI_RESPONSES = HttpApi(

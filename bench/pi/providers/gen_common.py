@@ -51,6 +51,25 @@ TOOLS = [
 
 PRICES = {"input": 3, "output": 15, "cacheRead": 0.3, "cacheWrite": 3.75}
 
+# JSON error bodies without a usable message (issue 18 item 14): error objects whose
+# message is missing, empty, null, 0 or an object; empty, string and null documents; and
+# an object too long for the message limit.
+NO_MESSAGE_BODIES = [
+    '{"code":"x","type":"bad"}',
+    '{"error":{"code":"x","type":"bad"}}',
+    '{"error":{"message":"","code":1}}',
+    '{"error":{"message":null,"type":"t","param":null}}',
+    '{"error":{"message":0}}',
+    '{"error":{"message":{"a":1}}}',
+    r'{"error":{"type":"bad","detail":"caf\u00e9 \ud83c\udf89"}}',
+    '{"error":null,"code":"x"}',
+    "{}",
+    '"just a string"',
+    "null",
+    "0",
+    '{"code":"' + "z" * 4100 + '"}',
+]
+
 
 def text(rng: random.Random, lo: int = 1, hi: int = 4) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(rng.randint(lo, hi)))
@@ -217,3 +236,19 @@ def half_surrogate(case: dict[str, Any], kind: str, pi: Any, ta: Any) -> tuple[A
     if kind != "events":
         return pi, ta
     return walk(pi, cut), ta
+
+
+def missing_key_hint(case: dict[str, Any], kind: str, pi: Any, ta: Any) -> tuple[Any, Any]:
+    """Documented rule ("Smaller provider differences: Missing key"): trio_agent's
+    ``No API key for provider: <provider>`` goes on with what to set, in parentheses."""
+    if kind != "events":
+        return pi, ta
+    for p_event, t_event in zip(pi.get("events", []), ta.get("events", [])):
+        pm, tm = p_event.get("error"), t_event.get("error")
+        if not isinstance(pm, dict) or not isinstance(tm, dict):
+            continue
+        text = pm.get("errorMessage")
+        if isinstance(text, str) and text.startswith("No API key for provider: "):
+            if str(tm.get("errorMessage", "")).startswith(text + " ("):
+                tm["errorMessage"] = text
+    return pi, ta

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from typing import Any
 
 import gen_common as g
@@ -515,7 +516,7 @@ def frame(rng: random.Random, items: list[tuple[str | None, Any]], done: bool) -
 
 
 def http_error(rng: random.Random, status: int) -> dict[str, Any]:
-    kind = rng.choice(["json", "json", "text", "empty", "long", "array", "message", "nested_raw"])
+    kind = rng.choice(["json", "json", "text", "empty", "long", "array", "message", "nested_raw", "no_message", "no_message"])
     headers = {"Content-Type": "application/json"}
     if kind == "json":
         body = json.dumps({"error": {"message": f"bad thing {status}", "type": "invalid_request_error", "param": None, "code": "x"}})
@@ -530,6 +531,8 @@ def http_error(rng: random.Random, status: int) -> dict[str, Any]:
         body = "[1,2]"
     elif kind == "message":
         body = json.dumps({"message": "top-level message", "code": 7})
+    elif kind == "no_message":
+        body = rng.choice(g.NO_MESSAGE_BODIES)
     else:
         body = json.dumps({"error": {"message": "Provider returned error", "code": status, "metadata": {"raw": "raw upstream text"}}})
     return {"status": status, "headers": headers, "body": body, "cuts": g.cuts(rng, body)}
@@ -687,7 +690,7 @@ def _dropped_connection(case: dict[str, Any], kind: str, pi: Any, ta: Any) -> tu
     if kind != "events" or not any(r.get("disconnect") for r in case["responses"]):
         return pi, ta
     p, t = _terminal(pi), _terminal(ta)
-    if p and t and t["errorMessage"].startswith("Connection error.: peer closed connection"):
+    if p and t and re.match(r"Connection error \([^)]*\): peer closed connection", t["errorMessage"]):
         t["errorMessage"] = p["errorMessage"]
         _drop_ends_before_error(ta)
         _drop_ends_before_error(pi)
@@ -884,6 +887,7 @@ def _zero_max_tokens(case: dict[str, Any], kind: str, pi: Any, ta: Any) -> tuple
 
 
 DOCUMENTED: list[tuple[str, Any]] = [
+    ("Smaller provider differences: Missing key", g.missing_key_hint),
     # first: it undoes request changes of switches trio_agent does not implement
     ("Smaller provider differences: not implemented", _not_implemented),
     ("U42 · max_tokens=0 means the model's limit; a zero model limit sends none", _zero_max_tokens),

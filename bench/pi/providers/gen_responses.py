@@ -665,10 +665,12 @@ def http_error(rng: random.Random, status: int | None = None) -> dict[str, Any]:
     elif kind < 0.8:
         headers = {"Content-Type": "text/plain"}
         body = rng.choice(["upstream exploded", "<html><body>Bad Gateway</body></html>\n", "y" * 5000, "  spaced \n"])
-    elif kind < 0.9:
+    elif kind < 0.85:
         body = ""
-    else:
+    elif kind < 0.9:
         body = rng.choice(["[1,2]", '{"error":null,"detail":"x"}', '{"error":{}}', '"just a string"'])
+    else:
+        body = rng.choice(g.NO_MESSAGE_BODIES)
     return {"status": status, "headers": headers, "body": body, "cuts": g.cuts(rng, body)}
 
 
@@ -1039,6 +1041,7 @@ def _u42(case: dict[str, Any], kind: str, pi: Any, ta: Any) -> tuple[Any, Any]:
 
 
 DOCUMENTED: list[tuple[str, Any]] = [
+    ("Smaller provider differences: Missing key", g.missing_key_hint),
     ("A limit of 0 without a context window (Responses)", _zero_limit),
     ("U42 · max_tokens=0 means the model's limit (all APIs)", _u42),
     ("U40 · Tool results of a dropped failed turn are not sent (all APIs)", _u40),
