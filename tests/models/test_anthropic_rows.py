@@ -473,7 +473,7 @@ def test_same_model_tool_call_ids_are_normalised() -> None:
     assert sent[4]["content"][0]["tool_use_id"] == "c" * 64
 
 
-# U53a · U53b · thinking budgets
+# U53 · thinking budgets: pi-ai 1.6.0's rule (issue 18 item 14)
 
 
 def budget_model(**changes: Any) -> Model:

@@ -994,7 +994,7 @@ DOCUMENTED: list[tuple[str, Any]] = [
     ("U24 · A tool call's start input is kept (Anthropic)", _u24_start_input),
     ("U05 · A body cut inside an event, or a dropped connection", _u05_dropped_connection),
     ("F17 · A 200 response whose body is JSON, not a stream", _f17_json_200),
-    ("U28 · Parse errors quote Python's JSON message (Anthropic)", _u28_parser_wording),
+    ("U28 · An unparsable Anthropic event quotes Python's JSON message", _u28_parser_wording),
     ("Smaller provider differences: Argument errors", _arguments_error_wording),
     ("Smaller provider differences: argument errors (half surrogate pairs)", g.half_surrogate),
     ("U23 · Usage is kept when the stop reason is unknown (Anthropic)", _u23_unknown_stop_usage),
