@@ -51,6 +51,7 @@ from trio_agent.compaction import (
     CompactionSummary,
     ContextTracker,
     compact,
+    compact_after_overflow,
     compact_if_needed,
     convert_to_llm,
     estimate_tokens,
@@ -665,3 +666,28 @@ def test_compaction_keeps_calls_and_results_together(seed: int, keep: int) -> No
 
 def test_the_summary_prefix_is_pi_s() -> None:
     assert COMPACTION_SUMMARY_PREFIX.startswith("The conversation history before this point")
+
+
+async def test_compact_after_overflow_compacts_once_for_a_failed_request() -> None:
+    provider, model = faux(faux_assistant_message([faux_text("S")]), window=200_000)
+    tracker = ContextTracker()
+    messages = long_transcript()
+    overflow = attrs.evolve(
+        reply(timestamp=9), stop_reason="error", error_message="prompt is too long: 9 > 8"
+    )
+    outcome = await compact_after_overflow(tracker, messages, overflow, model, provider.stream_fn)
+    # Whatever the estimate says (far below this window), the overflow compacts.
+    assert isinstance(outcome, CompactionResult)
+    assert outcome.first_kept_index == 6  # keep_recent_tokens 20000: everything but a split turn
+    assert tracker.tokens() == outcome.tokens_after
+    # A completed response, a different error, disabled compaction: no compaction.
+    silent = attrs.evolve(reply(timestamp=9), usage=Usage(input=300_000))
+    other = attrs.evolve(overflow, error_message="Internal server error")
+    off = CompactionSettings(enabled=False)
+    on = DEFAULT_COMPACTION_SETTINGS
+    for response, s in ((silent, on), (other, on), (overflow, off)):
+        outcome = await compact_after_overflow(
+            tracker, messages, response, model, provider.stream_fn, settings=s
+        )
+        assert outcome is None
+    assert provider.state.call_count == 1

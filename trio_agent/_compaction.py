@@ -49,6 +49,7 @@ from ._messages import (
     now_ms,
     register_message_type,
 )
+from ._overflow import is_context_overflow
 from ._serialization import to_json
 from ._streaming import LlmContext, StreamFn, StreamOptions, iterate_stream
 from ._transcript import content_text, get_current_system_message
@@ -70,6 +71,7 @@ __all__ = [
     "ContextTracker",
     "CutPoint",
     "compact",
+    "compact_after_overflow",
     "compact_if_needed",
     "convert_to_llm",
     "estimate_tokens",
@@ -1019,6 +1021,51 @@ async def compact_if_needed(
         settings=settings,
         signal=signal,
         keep_recent_tokens=keep,
+    )
+    if isinstance(outcome, CompactionResult):
+        tracker.update(outcome.messages)
+    return outcome
+
+
+async def compact_after_overflow(
+    tracker: ContextTracker,
+    messages: Sequence[AgentMessage],
+    response: AssistantMessage,
+    model: Model,
+    stream_fn: StreamFn,
+    options: StreamOptions | None = None,
+    *,
+    settings: CompactionSettings = DEFAULT_COMPACTION_SETTINGS,
+    signal: AbortSignal | None = None,
+) -> CompactionResult | CompactionFailure | None:
+    """Compact after the provider answered ``response`` with a context overflow.
+
+    ``messages`` is the transcript the failed request was built from, without
+    ``response`` (pi leaves the failed attempt out of the context too). Returns ``None``
+    when ``response`` is no overflow that a retry can fix (see
+    :func:`~trio_agent.compaction.is_context_overflow`; a completed ``"stop"`` response
+    whose usage exceeded the window is not retried: the check before the next request
+    sees its usage) or compaction is disabled. Otherwise compacts like
+    :func:`compact_if_needed` whatever the estimate says, and the caller retries the
+    request once with ``result.messages``; a :class:`CompactionFailure` (nothing to cut,
+    the summary failed) means the overflow stands. Always a checkpoint.
+    """
+    window = model.context_window
+    if (
+        not settings.enabled
+        or response.stop_reason == "stop"
+        or not is_context_overflow(response, window)
+    ):
+        await trio.lowlevel.checkpoint()
+        return None
+    outcome = await compact(
+        messages,
+        model,
+        stream_fn,
+        options,
+        settings=settings,
+        signal=signal,
+        keep_recent_tokens=settings.keep_for_window(window),
     )
     if isinstance(outcome, CompactionResult):
         tracker.update(outcome.messages)

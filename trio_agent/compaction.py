@@ -24,6 +24,7 @@ from ._compaction import CompactionSummary as CompactionSummary
 from ._compaction import ContextTracker as ContextTracker
 from ._compaction import CutPoint as CutPoint
 from ._compaction import compact as compact
+from ._compaction import compact_after_overflow as compact_after_overflow
 from ._compaction import compact_if_needed as compact_if_needed
 from ._compaction import convert_to_llm as convert_to_llm
 from ._compaction import estimate_tokens as estimate_tokens
