@@ -144,6 +144,30 @@ async def test_a_credential_header_echoed_in_an_error_body_is_redacted_everywher
 
 
 @by_api
+async def test_an_echoed_credential_header_is_redacted_in_retry_warnings(
+    case: ApiCase,
+    sse_server: SseServer,
+    http_client: httpx.AsyncClient,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    echo_503 = ScriptedResponse(
+        status=503,
+        headers={"content-type": "application/json", "retry-after-ms": "0"},
+        body_for=_echo_headers,
+    )
+    sse_server.enqueue(echo_503, echo_503)
+    model = case.model(sse_server.base_url)
+    options = {"api_key": "unused", "max_retries": 1, "headers": {"Ocp-Apim-Subscription-Key": KEY}}
+    message = final(await collect(http_client, model, **options)).error_message
+    assert message is not None
+    assert "'ocp-apim-subscription-key': '[REDACTED]'" in message
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("retrying in" in text and "[REDACTED]" in text for text in warnings)
+    assert all(KEY[:12] not in record.getMessage() for record in caplog.records)
+
+
+@by_api
 async def test_the_credential_of_a_bearer_header_is_redacted_when_echoed_alone(
     case: ApiCase, sse_server: SseServer, http_client: httpx.AsyncClient
 ) -> None:
