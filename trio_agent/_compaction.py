@@ -1046,9 +1046,11 @@ async def compact_after_overflow(
     :func:`~trio_agent.compaction.is_context_overflow`; a completed ``"stop"`` response
     whose usage exceeded the window is not retried: the check before the next request
     sees its usage) or compaction is disabled. Otherwise compacts like
-    :func:`compact_if_needed` whatever the estimate says, and the caller retries the
-    request once with ``result.messages``; a :class:`CompactionFailure` (nothing to cut,
-    the summary failed) means the overflow stands. Always a checkpoint.
+    :func:`compact_if_needed` whatever the estimate says, keeping at most half of the
+    part after the last summary (the provider counted more than the estimate), and the
+    caller retries the request once with ``result.messages``; a
+    :class:`CompactionFailure` (nothing to cut, the summary failed) means the overflow
+    stands. Always a checkpoint.
     """
     window = model.context_window
     if (
@@ -1058,6 +1060,11 @@ async def compact_after_overflow(
     ):
         await trio.lowlevel.checkpoint()
         return None
+    # The provider counted more than the estimate said: keep at most half of what is
+    # there to cut, so that a transcript the estimate puts under the budget still shrinks.
+    start = _last_summary_index(messages) + 1
+    there = sum(estimate_tokens(message) for message in messages[start:])
+    keep = min(settings.keep_for_window(window), max(1, there // 2))
     outcome = await compact(
         messages,
         model,
@@ -1065,7 +1072,7 @@ async def compact_after_overflow(
         options,
         settings=settings,
         signal=signal,
-        keep_recent_tokens=settings.keep_for_window(window),
+        keep_recent_tokens=keep,
     )
     if isinstance(outcome, CompactionResult):
         tracker.update(outcome.messages)
