@@ -13,9 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from trio_agent import AssistantMessage, Message, Usage
-from trio_agent._estimate import ContextEstimate
+from trio_agent._estimate import ContextEstimate, arguments_json
 from trio_agent._overflow import _OVERFLOW_PATTERNS
 from trio_agent.compaction import (
     estimate_context_tokens,
@@ -23,7 +25,7 @@ from trio_agent.compaction import (
     is_context_overflow,
     is_recoverable_length,
 )
-from trio_agent.serialization import from_dict
+from trio_agent.serialization import from_dict, to_json
 
 TABLE: dict[str, Any] = json.loads(
     (Path(__file__).parent / "context" / "overflow_table.json").read_text("utf-8")
@@ -99,3 +101,24 @@ def test_unwritable_arguments_still_count() -> None:
         content=[call], api="a", provider="p", model="m", stop_reason="stop", timestamp=0
     )
     assert estimate_message_tokens(message) == 5  # "x" + "[unserializable]": 17 / 3.5
+
+
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**60), max_value=2**60)
+    | st.floats(allow_nan=False)
+    | st.text(),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(arguments=st.dictionaries(st.text(max_size=5), _JSON, max_size=5))
+def test_the_fast_argument_json_is_the_exact_one(arguments: dict[str, Any]) -> None:
+    # The estimate writes plain arguments with json.dumps; it must count what to_json
+    # (JSON.stringify's text) counts.
+    assert arguments_json(arguments) == to_json(arguments)
