@@ -93,6 +93,7 @@ def interop(session: nox.Session) -> None:
         "pytest",
         "tests/interop/aimock_e2e.py",
         "tests/interop/local_server_e2e.py",
+        "tests/testing/test_cassette_aimock.py",
         *session.posargs,
         env={"TRIO_AGENT_AIMOCK": str(cli)},
     )

@@ -62,6 +62,7 @@ def _type_aliases() -> dict[str, str]:
         "trio_agent.loop",
         "trio_agent.models",
         "trio_agent.serialization",
+        "trio_agent.testing",
     ):
         module = importlib.import_module(module_name)
         for name in dir(module):

@@ -38,6 +38,7 @@ from trio_agent.loop import CLOSING_GRACE_SECONDS
 from trio_agent.testing import (
     EventRecorder,
     FauxProvider,
+    assert_event_grammar,
     assert_event_types,
     faux_assistant_message,
     faux_text,
@@ -110,20 +111,6 @@ def without_updates(types: list[str]) -> list[str]:
     return [t for t in types if t != "message_update"]
 
 
-def assert_well_formed(events: list[Any]) -> None:
-    """SPEC §8 event grammar: agent_start first, agent_end last, starts closed by ends."""
-    types = [e.type for e in events]
-    assert types[0] == "agent_start"
-    assert types[-1] == "agent_end"
-    assert types.count("agent_start") == types.count("agent_end") == 1
-    assert types.count("turn_start") == types.count("turn_end")
-    assert types.count("message_start") == types.count("message_end")
-    starts = [e.tool_call_id for e in events if e.type == "tool_execution_start"]
-    ends = [e.tool_call_id for e in events if e.type == "tool_execution_end"]
-    assert sorted(starts) == sorted(ends)
-    assert len(set(starts)) == len(starts)
-
-
 def assert_every_tool_call_answered(messages: list[Any]) -> None:
     call_ids = [
         block.id
@@ -192,7 +179,7 @@ async def test_listeners_never_overlap_with_parallel_tool_updates(
         ]
         kinds = [seen[i].type for i in positions]
         assert kinds == ["tool_execution_update"] * 3 + ["tool_execution_end"]
-    assert_well_formed(seen)
+    assert_event_grammar(seen)
 
 
 async def test_listener_failure_in_a_parallel_batch_cancels_siblings_before_agent_end(
@@ -370,7 +357,7 @@ async def test_abort_while_a_tool_sleeps_forever_returns_at_once_with_closing_ev
         assert ends["call-3"].duration_ms == 0
     turn_end = recorder.of_type("turn_end")[0]
     assert [r.tool_call_id for r in turn_end.tool_results] == ["call-1", "call-2", "call-3"]
-    assert_well_formed(recorder.events)
+    assert_event_grammar(recorder.events)
     assert_every_tool_call_answered(agent.state.messages)
     assert [m.role for m in agent.state.messages] == [
         "system",
@@ -502,7 +489,7 @@ async def test_abort_never_interrupts_a_listener(autojump_clock: trio.testing.Mo
         "turn_end",
         "agent_end",
     ]
-    assert_well_formed(plain.events)
+    assert_event_grammar(plain.events)
     assert_idle(agent)
 
 
@@ -530,7 +517,7 @@ async def test_abort_while_streaming_keeps_the_partial_message(
     assert recorder.types[-3:] == ["message_end", "turn_end", "agent_end"]
     assert recorder.events[-1].messages[-1] is final
     assert agent.state.error_message == "Request was aborted"
-    assert_well_formed(recorder.events)
+    assert_event_grammar(recorder.events)
     assert_idle(agent)
 
 
@@ -572,7 +559,7 @@ async def test_outer_cancellation_delivers_closing_events_and_reraises_cancelled
     assert aborted.duration_ms == 5000
     assert aborted.tool_call_id == "call-2"
     assert aborted.result.content == [TextContent(text="Operation aborted")]
-    assert_well_formed(recorder.events)
+    assert_event_grammar(recorder.events)
     assert_idle(agent)
     assert_every_tool_call_answered(agent.state.messages)
     assert [m.role for m in agent.state.messages] == [
@@ -589,7 +576,7 @@ async def test_outer_cancellation_delivers_closing_events_and_reraises_cancelled
     assert isinstance(last, AssistantMessage)
     assert content_text(last.content) == "again"
     assert faux.state.call_count == 2
-    assert_well_formed(recorder.events)
+    assert_event_grammar(recorder.events)
     assert_idle(agent)
 
 
@@ -613,7 +600,7 @@ async def test_outer_cancellation_while_streaming_appends_the_aborted_partial(
     assert final.error_message == "Request was aborted"
     assert content_text(final.content) == "abcdefgh"
     assert recorder.types[-3:] == ["message_end", "turn_end", "agent_end"]
-    assert_well_formed(recorder.events)
+    assert_event_grammar(recorder.events)
     assert_idle(agent)
     await agent.prompt("again")
     last = agent.state.messages[-1]
@@ -640,7 +627,7 @@ async def test_keyboard_interrupt_from_a_tool_propagates_and_leaves_the_agent_id
         await agent.prompt("go")
     assert_idle(agent)
     # Closed like an abort before it propagated (finding F13): the call is answered.
-    assert_well_formed(recorder.events)
+    assert_event_grammar(recorder.events)
     assert without_updates(recorder.types)[-6:] == [
         "tool_execution_start",
         "tool_execution_end",
@@ -658,7 +645,7 @@ async def test_keyboard_interrupt_from_a_tool_propagates_and_leaves_the_agent_id
     assert [m.role for m in agent.state.messages][-2:] == ["assistant", "toolResult"]
     recorder.clear()
     await agent.prompt("next")
-    assert_well_formed(recorder.events)
+    assert_event_grammar(recorder.events)
     last = agent.state.messages[-1]
     assert isinstance(last, AssistantMessage)
     assert content_text(last.content) == "after"
@@ -684,7 +671,7 @@ async def test_keyboard_interrupt_from_a_listener_propagates_and_leaves_the_agen
     unsubscribe()
     recorder.clear()
     await agent.prompt("next")
-    assert_well_formed(recorder.events)
+    assert_event_grammar(recorder.events)
     last = agent.state.messages[-1]
     assert isinstance(last, AssistantMessage)
     assert content_text(last.content) == "second"
@@ -819,7 +806,7 @@ async def test_a_listener_raising_on_a_message_update_fails_the_run_with_a_close
 
     agent.subscribe(failing)
     await agent.prompt("go")
-    assert_well_formed(recorder.events)
+    assert_event_grammar(recorder.events)
     # Reported at once: the open partial is replaced by the failure message.
     assert without_updates(recorder.types)[-6:] == [
         "message_start",

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
-from test_loop import assert_grammar
 
 from trio_agent import (
     AbortController,
@@ -40,6 +39,7 @@ from trio_agent import (
 )
 from trio_agent.loop import AgentContext, AgentLoopConfig, run_agent_loop
 from trio_agent.models import FauxProvider, faux_assistant_message, faux_tool_call
+from trio_agent.testing import assert_event_grammar
 
 
 async def _noop(
@@ -89,7 +89,7 @@ async def test_a_stream_that_honours_the_abort_itself_gets_its_tool_calls_answer
         signal=controller.signal,
         stream_fn=faux.stream_fn,
     )
-    assert_grammar(events)
+    assert_event_grammar(events)
     calls = [
         block.id
         for m in messages
@@ -235,7 +235,7 @@ async def test_a_listener_failure_on_an_update_is_reported_at_once() -> None:
 
     agent.subscribe(listener)
     await agent.prompt("hi")
-    assert_grammar(events)
+    assert_event_grammar(events)
     assert [e.type for e in events][-3:] == ["message_end", "turn_end", "agent_end"]
     last = agent.state.messages[-1]
     assert last.role == "assistant"

@@ -1,8 +1,8 @@
 """The agent loop: the upstream ``agent-loop.test.ts`` behaviours (reference §5.2).
 
 One test per upstream behaviour, named after it. The shared helpers at the top (tools,
-a recording stream function, queue sources and :func:`assert_grammar`) are also used by
-``test_loop_trio.py``.
+a recording stream function, queue sources) are also used by ``test_loop_trio.py``; every
+run's events are checked with :func:`trio_agent.testing.assert_event_grammar`.
 """
 
 from __future__ import annotations
@@ -57,6 +57,7 @@ from trio_agent.loop import (
 from trio_agent.testing import (
     EventRecorder,
     FauxProvider,
+    assert_event_grammar,
     assert_event_types,
     faux_assistant_message,
     faux_tool_call,
@@ -154,59 +155,6 @@ class Source:
         return items
 
 
-def assert_grammar(events: Sequence[AgentEvent]) -> None:
-    """Assert the event grammar of SPEC §8.
-
-    ``agent_start`` first and ``agent_end`` last (once each); ``turn_start``/``turn_end``
-    alternate; every other event lies inside a turn; ``message_start``/``message_end``
-    pair up without nesting (same object, except an assistant's partial start and final
-    end), updates only inside an assistant message; every ``tool_execution_start`` is
-    closed by the ``tool_execution_end`` of its call, with updates only in between.
-    """
-    types = [event.type for event in events]
-    assert types, "no events"
-    assert types[0] == "agent_start", types
-    assert types[-1] == "agent_end", types
-    assert types.count("agent_start") == 1, types
-    assert types.count("agent_end") == 1, types
-    in_turn = False
-    open_message: AgentMessage | None = None
-    open_tools: set[str] = set()
-    for index, event in enumerate(events[1:-1], start=1):
-        where = f"event {index} ({event.type}) in {types}"
-        if event.type == "turn_start":
-            assert not in_turn, where
-            in_turn = True
-            continue
-        assert in_turn, where
-        if event.type == "turn_end":
-            assert open_message is None, where
-            assert not open_tools, where
-            in_turn = False
-        elif event.type == "message_start":
-            assert open_message is None, where
-            open_message = event.message
-        elif event.type == "message_update":
-            assert open_message is not None, where
-            assert open_message.role == "assistant", where
-        elif event.type == "message_end":
-            assert open_message is not None, where
-            assert event.message.role == open_message.role, where
-            if event.message.role != "assistant":
-                assert event.message is open_message, where
-            open_message = None
-        elif event.type == "tool_execution_start":
-            assert event.tool_call_id not in open_tools, where
-            open_tools.add(event.tool_call_id)
-        elif event.type in ("tool_execution_update", "tool_execution_end"):
-            assert event.tool_call_id in open_tools, where
-            if event.type == "tool_execution_end":
-                open_tools.remove(event.tool_call_id)
-        else:  # pragma: no cover - a second agent_start/agent_end was caught above
-            raise AssertionError(where)
-    assert not in_turn, f"turn left open in {types}"
-
-
 def tool_result_ids(messages: Sequence[Any]) -> list[str]:
     return [m.tool_call_id for m in messages if isinstance(m, ToolResultMessage)]
 
@@ -255,7 +203,7 @@ async def test_uses_the_configured_default_when_a_legacy_caller_omits_stream_fn(
     )
     assert stream.calls == 1
     assert [message_text(m) for m in messages] == ["hello", "from the default"]
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
 
 
 # ---------------------------------------------------------------------------------------
@@ -290,7 +238,7 @@ async def test_should_emit_events_with_agent_message_types() -> None:
             "agent_end",
         ],
     )
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
     end = recorder.events[-1]
     assert end.type == "agent_end"
     assert end.messages == messages
@@ -311,7 +259,7 @@ async def test_should_build_provider_context_exclusively_from_transcript_message
     assert list(attrs.asdict(context, recurse=False)) == ["messages"]
     assert context.messages[0] is system
     assert [m.role for m in context.messages] == ["system", "user"]
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
 
 
 @attrs.frozen(kw_only=True)
@@ -344,7 +292,7 @@ async def test_should_handle_custom_message_types_via_convert_to_llm() -> None:
     assert len(context.messages) == 1
     assert context.messages[0].role == "user"
     assert [m.role for m in messages] == ["user", "assistant"]
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
 
 
 async def test_should_apply_transform_context_before_convert_to_llm() -> None:
@@ -377,7 +325,7 @@ async def test_should_apply_transform_context_before_convert_to_llm() -> None:
     assert transformed == [5]
     assert converted == [["old 4", "new"]]
     assert [message_text(m) for m in stream.contexts[0].messages] == ["old 4", "new"]
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
 
 
 async def test_should_handle_tool_calls_and_results() -> None:
@@ -424,7 +372,7 @@ async def test_should_handle_tool_calls_and_results() -> None:
     assert result.content == [TextContent(text="echoed: hello")]
     assert result.is_error is False
     assert [m.role for m in messages] == ["system", "user", "assistant", "toolResult", "assistant"]
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
 
 
 async def test_should_not_execute_tool_calls_from_a_length_truncated_assistant_message() -> None:
@@ -461,7 +409,7 @@ async def test_should_not_execute_tool_calls_from_a_length_truncated_assistant_m
     assert stream.calls == 2
     assert messages[-1].role == "assistant"
     assert message_text(messages[-1]) == "again"
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
 
 
 async def test_should_execute_mutated_before_tool_call_args_without_revalidation() -> None:
@@ -490,7 +438,7 @@ async def test_should_execute_mutated_before_tool_call_args_without_revalidation
     assert executed == [123]
     (end,) = recorder.of_type("tool_execution_end")
     assert end.is_error is False
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
 
 
 async def test_should_prepare_tool_arguments_for_validation() -> None:
@@ -542,7 +490,7 @@ async def test_should_prepare_tool_arguments_for_validation() -> None:
     # Events report the raw call arguments.
     (start,) = recorder.of_type("tool_execution_start")
     assert start.args == {"oldText": "before", "newText": "after"}
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
 
 
 def sleeper(log: list[str], *, name: str = "sleep") -> AgentTool:
@@ -596,7 +544,7 @@ async def test_should_emit_tool_execution_end_in_completion_order_but_persist_to
     assert tool_result_ids(result_ends) == ["tool-1", "tool-2"]
     turn_end = recorder.of_type("turn_end")[0]
     assert tool_result_ids(turn_end.tool_results) == ["tool-1", "tool-2"]
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
 
 
 async def test_should_inject_queued_messages_after_all_tool_calls_complete() -> None:
@@ -641,7 +589,7 @@ async def test_should_inject_queued_messages_after_all_tool_calls_complete() -> 
     assert stream.calls == 2
     assert stream.request_texts(0) == ["go"]
     assert stream.request_texts(1) == ["go", "interrupt"]
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
 
 
 class Overlap:
@@ -690,7 +638,7 @@ async def test_should_force_sequential_execution_when_a_tool_has_execution_mode_
     assert overlap.max_active == 1
     assert overlap.order == ["slow:a start", "slow:a end", "slow:b start", "slow:b end"]
     assert tool_result_ids(messages) == ["tool-1", "tool-2"]
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
 
 
 async def test_should_force_sequential_execution_when_one_of_multiple_tools_has_execution_mode_sequential(  # noqa: E501
@@ -718,7 +666,7 @@ async def test_should_force_sequential_execution_when_one_of_multiple_tools_has_
     )
     assert overlap.order == ["slow:a start", "slow:a end", "fast:b start", "fast:b end"]
     assert overlap.max_active == 1
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
 
 
 async def test_should_allow_parallel_execution_when_all_tools_have_execution_mode_parallel(
@@ -747,7 +695,7 @@ async def test_should_allow_parallel_execution_when_all_tools_have_execution_mod
     assert overlap.max_active == 2
     assert sorted(overlap.order[:2]) == ["fast:b start", "slow:a start"]
     assert overlap.order[2:] == ["fast:b end", "slow:a end"]
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
 
 
 async def noop_execute(
@@ -790,7 +738,7 @@ async def test_runs_finish_turn_after_tool_result_messages_and_before_turn_end()
     assert first.tool_results[0] in first.context.messages
     assert first.context.messages.index(first.tool_results[0]) == 3
     assert len(turns) == 2
-    assert_grammar(observer.events)
+    assert_event_grammar(observer.events)
 
 
 async def test_runs_finish_turn_before_turn_end_with_the_context_at_that_point() -> None:
@@ -815,7 +763,7 @@ async def test_runs_finish_turn_before_turn_end_with_the_context_at_that_point()
         ["system", "user", "assistant", "toolResult"],
         ["system", "user", "assistant", "toolResult", "assistant"],
     ]
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
 
 
 @pytest.mark.parametrize("stop_reason", ["error", "aborted"])
@@ -856,7 +804,7 @@ async def test_runs_finish_turn_for_a_failed_assistant_before_turn_end_without_c
     last = messages[-1]
     assert isinstance(last, AssistantMessage)
     assert (last.stop_reason, last.error_message) == (stop_reason, f"provider said {stop_reason}")
-    assert_grammar(observer.events)
+    assert_event_grammar(observer.events)
 
 
 async def test_action_end_skips_queue_polling_and_next_turn_preparation() -> None:
@@ -887,7 +835,7 @@ async def test_action_end_skips_queue_polling_and_next_turn_preparation() -> Non
     assert steering.polls == 1
     assert follow_ups.polls == 0
     assert prepared == []
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
 
 
 class ContinueOnce:
@@ -923,7 +871,7 @@ async def test_makes_exactly_one_context_only_request_when_no_natural_request_sa
     assert [m.role for m in stream.contexts[1].messages] == ["user", "assistant"]
     assert [message_text(m) for m in messages] == ["go", "one", "two"]
     assert recorder.types.count("turn_start") == 2
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
 
 
 async def test_lets_a_natural_tool_result_request_satisfy_continuation() -> None:
@@ -945,7 +893,7 @@ async def test_lets_a_natural_tool_result_request_satisfy_continuation() -> None
     )
     assert stream.calls == 2
     assert finish.calls == 2
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
 
 
 @pytest.mark.parametrize("queue", ["steering", "follow-up"])
@@ -987,7 +935,7 @@ async def test_lets_a_natural_queued_request_satisfy_continuation(
     assert finish.calls == 2
     assert stream.request_texts(0) == ["go"]
     assert stream.request_texts(1) == ["go", "queued"]
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
 
 
 async def test_prepares_the_initial_request_after_pending_messages_and_can_replace_request_state() -> (  # noqa: E501
@@ -1028,7 +976,7 @@ async def test_prepares_the_initial_request_after_pending_messages_and_can_repla
     assert stream.contexts[0].messages == [canonical]
     assert stream.contexts[0].messages[0] is canonical
     assert stream.options[0].reasoning == "high"
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
 
 
 async def test_does_not_poll_steering_after_prepare_request() -> None:
@@ -1056,7 +1004,7 @@ async def test_does_not_poll_steering_after_prepare_request() -> None:
     assert stream.request_texts(1) == ["go", "late steer"]
     assert calls == 2
     assert steering.polls == 3
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
 
 
 async def test_should_use_prepare_next_turn_snapshot_before_continuing() -> None:
@@ -1096,7 +1044,7 @@ async def test_should_use_prepare_next_turn_snapshot_before_continuing() -> None
         "system",
         "assistant",
     ]
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
 
 
 async def test_picks_up_steering_queued_during_prepare_next_turn_before_the_next_request() -> None:
@@ -1124,7 +1072,7 @@ async def test_picks_up_steering_queued_during_prepare_next_turn_before_the_next
     assert stream.request_texts(1) == ["go", "steer from preparation"]
     # startup, after turn 1 (empty), the re-poll after preparation, after turn 2
     assert steering.polls == 4
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
 
 
 async def test_action_end_receives_finalized_turn_context_and_stops_before_queue_polling() -> None:
@@ -1189,7 +1137,7 @@ async def test_action_end_receives_finalized_turn_context_and_stops_before_queue
         "assistant",
         "toolResult",
     ]
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
 
 
 async def test_should_stop_after_a_tool_batch_when_every_tool_result_sets_terminate_true() -> None:
@@ -1218,7 +1166,7 @@ async def test_should_stop_after_a_tool_batch_when_every_tool_result_sets_termin
     assert recorder.types.count("turn_end") == 1
     # terminate is a runtime hint: it is on the end event's result, not in the transcript.
     assert [e.result.terminate for e in recorder.of_type("tool_execution_end")] == [True, True]
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
 
 
 async def test_should_stop_after_a_blocked_tool_call_when_before_tool_call_sets_terminate_true() -> (  # noqa: E501
@@ -1253,7 +1201,7 @@ async def test_should_stop_after_a_blocked_tool_call_when_before_tool_call_sets_
     assert result.content == [TextContent(text="Blocked by policy")]
     (end,) = recorder.of_type("tool_execution_end")
     assert (end.is_error, end.result.terminate, end.duration_ms) == (True, True, None)
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
 
 
 async def test_should_continue_after_a_mixed_batch_with_one_terminating_blocked_call() -> None:
@@ -1293,7 +1241,7 @@ async def test_should_continue_after_a_mixed_batch_with_one_terminating_blocked_
     assert stream.calls == 2
     blocked = next(m for m in messages if isinstance(m, ToolResultMessage))
     assert blocked.content == [TextContent(text="Tool execution was blocked")]
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
 
 
 async def test_should_continue_after_parallel_tool_calls_when_not_all_tool_results_terminate() -> (
@@ -1328,7 +1276,7 @@ async def test_should_continue_after_parallel_tool_calls_when_not_all_tool_resul
         "toolResult",
         "assistant",
     ]
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
 
 
 async def test_should_allow_after_tool_call_to_mark_a_tool_batch_as_terminating() -> None:
@@ -1348,7 +1296,7 @@ async def test_should_allow_after_tool_call_to_mark_a_tool_batch_as_terminating(
     )
     assert stream.calls == 1
     assert [m.role for m in messages] == ["system", "user", "assistant", "toolResult"]
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
 
 
 # ---------------------------------------------------------------------------------------
@@ -1395,7 +1343,7 @@ async def test_should_continue_from_existing_context_without_emitting_user_messa
     assert [e.message.role for e in recorder.of_type("message_end")] == ["assistant"]
     assert [e.message.role for e in recorder.of_type("message_start")] == ["assistant"]
     assert stream.request_texts(0) == ["hello"]
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
 
 
 async def test_should_allow_custom_message_types_as_last_message_caller_responsibility() -> None:
@@ -1419,4 +1367,4 @@ async def test_should_allow_custom_message_types_as_last_message_caller_responsi
     assert [m.role for m in messages] == ["assistant"]
     assert message_text(messages[0]) == "answered"
     assert stream.request_texts(0) == ["custom tail"]
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)

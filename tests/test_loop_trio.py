@@ -1,8 +1,8 @@
 """The agent loop's Trio guarantees (SPEC §6, §8): aborts, cancellation, task hygiene,
 durations on Trio's clock, parallel failures, ``on_update`` and the observable form.
 
-Every run's events are checked with :func:`test_loop.assert_grammar`, except where the
-run fails by design (then there is no ``agent_end``).
+Every run's events are checked with :func:`trio_agent.testing.assert_event_grammar`,
+except where the run fails by design (then there is no ``agent_end``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from test_loop import (
     STRING_VALUE,
     RecordingStream,
     Source,
-    assert_grammar,
     make_tool,
     message_text,
     text_result,
@@ -66,6 +65,7 @@ from trio_agent.models._builder import AssistantMessageBuilder
 from trio_agent.testing import (
     EventRecorder,
     FauxProvider,
+    assert_event_grammar,
     assert_event_types,
     faux_assistant_message,
     faux_text,
@@ -206,7 +206,7 @@ async def test_abort_while_a_tool_sleeps_forever_ends_the_run_at_once(
     assert turn_end.message is messages[2]
     assert recorder.events[-1].messages is messages
     assert stream.calls == 1
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
 
 
 @pytest.mark.parametrize("mode", ["sequential", "parallel"])
@@ -238,7 +238,7 @@ async def test_a_tool_interrupted_by_an_abort_reports_how_long_it_ran(
     result = messages[-1]
     assert isinstance(result, ToolResultMessage)
     assert (result.is_error, result.duration_ms) == (True, 1500)
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
 
 
 # ---------------------------------------------------------------------------------------
@@ -286,7 +286,7 @@ async def test_abort_while_the_response_streams_keeps_the_partial_content(
     assert recorder.events[-2].message is final
     assert recorder.events[-2].tool_results == []
     assert stream.calls == 1
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
 
 
 async def test_abort_interrupts_a_stream_that_ignores_the_signal(
@@ -340,7 +340,7 @@ async def test_abort_interrupts_a_stream_that_ignores_the_signal(
     assert final.thinking_level == "off"
     assert recorder.events[-3].message is final
     assert recorder.events[-2].message is final
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
 
 
 async def test_abort_before_the_first_stream_event_finalizes_an_empty_aborted_message(
@@ -387,7 +387,7 @@ async def test_abort_before_the_first_stream_event_finalizes_an_empty_aborted_me
     assert final.content == []
     assert (final.api, final.provider, final.model) == ("faux", "faux", "faux-1")
     assert final.thinking_level == "high"
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
 
 
 # ---------------------------------------------------------------------------------------
@@ -453,7 +453,7 @@ async def test_abort_before_the_request_synthesizes_an_aborted_assistant_message
     assert (final.api, final.provider, final.model) == ("faux", "faux", "faux-1")
     assert recorder.events[-3].message is final
     assert [m.role for m in messages] == ["user", "assistant"]
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
 
 
 # ---------------------------------------------------------------------------------------
@@ -521,7 +521,7 @@ async def test_abort_between_turns_ends_the_run_without_a_new_turn(
     assert steering.polls == steering_polls
     assert follow_ups.polls == 0
     assert [m.role for m in messages] == ["system", "user", "assistant", "toolResult"]
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
 
 
 # ---------------------------------------------------------------------------------------
@@ -589,7 +589,7 @@ async def test_abort_in_a_sequential_batch_answers_every_call(
     assert [e.duration_ms for e in recorder.of_type("tool_execution_end")] == [0, 0, None]
     assert recorder.of_type("turn_end")[0].tool_results == results
     assert_one_result_per_call(messages)
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
 
 
 async def test_abort_in_parallel_preflight_answers_every_call() -> None:
@@ -648,7 +648,7 @@ async def test_abort_in_parallel_preflight_answers_every_call() -> None:
         ("tool-3", "Operation aborted", True),
     ]
     assert_one_result_per_call(messages)
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
 
 
 async def test_abort_in_parallel_execution_answers_every_call(
@@ -696,7 +696,7 @@ async def test_abort_in_parallel_execution_answers_every_call(
     assert all(e.result == OPERATION_ABORTED for e in recorder.of_type("tool_execution_end"))
     assert tool_result_ids(messages) == ["tool-1", "tool-2", "tool-3"]
     assert_one_result_per_call(messages)
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
 
 
 # ---------------------------------------------------------------------------------------
@@ -733,7 +733,7 @@ async def test_no_task_outlives_a_run(autojump_clock: trio.abc.Clock) -> None:
     assert tasks_living() == before
     assert sorted(updates) == ["tool-1", "tool-2"]
     assert recorder.types.count("tool_execution_update") == 2
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
 
 
 async def test_no_task_outlives_an_aborted_run(autojump_clock: trio.abc.Clock) -> None:
@@ -757,7 +757,7 @@ async def test_no_task_outlives_an_aborted_run(autojump_clock: trio.abc.Clock) -
         )
         # The abort_when task ended too, and nothing of the run is left.
         assert tasks_living() == before - 1
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
 
 
 # ---------------------------------------------------------------------------------------
@@ -786,7 +786,7 @@ async def test_tool_duration_is_measured_on_trio_clock(autojump_clock: trio.abc.
     assert end.duration_ms == 2500
     (result,) = [m for m in messages if isinstance(m, ToolResultMessage)]
     assert result.duration_ms == 2500
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
 
 
 # ---------------------------------------------------------------------------------------
@@ -836,7 +836,7 @@ async def test_a_raising_tool_in_a_parallel_batch_becomes_an_error_result(
     ]
     assert [e.tool_call_id for e in recorder.of_type("tool_execution_end")] == ["tool-1", "tool-2"]
     assert stream.calls == 2
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
 
 
 async def test_two_raising_tools_in_a_parallel_batch_become_two_error_results() -> None:
@@ -867,7 +867,7 @@ async def test_two_raising_tools_in_a_parallel_batch_become_two_error_results() 
         ("tool-2", "ValueError", True),
     ]
     assert all(e.is_error for e in recorder.of_type("tool_execution_end"))
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
 
 
 class ListenerFailure(Exception):
@@ -927,7 +927,7 @@ async def test_an_emit_failure_during_a_parallel_batch_is_reported_with_a_closed
     assert log == ["slow cancelled"]
     # The running sibling was cancelled, not awaited.
     assert trio.current_time() - start <= 1
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
     cut_short = [f"{e.tool_call_id}:{e.is_error}" for e in recorder.of_type("tool_execution_end")]
     if failing_event == "tool_execution_end":
         assert cut_short == ["tool-1:False", "tool-2:True"]
@@ -982,7 +982,7 @@ async def test_outer_cancellation_delivers_the_closing_events_and_reraises(
         "agent_end",
     ]
     assert recorder.of_type("tool_execution_end")[0].result == OPERATION_ABORTED
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
 
 
 async def test_outer_cancellation_while_streaming_finalizes_the_partial(
@@ -1007,7 +1007,7 @@ async def test_outer_cancellation_while_streaming_finalizes_the_partial(
     assert (final.stop_reason, final.error_message) == ("aborted", "Request was aborted")
     assert final.content == [TextContent(text="abcdabcd")]
     assert recorder.events[-1].messages[-1] is final
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
 
 
 # ---------------------------------------------------------------------------------------
@@ -1085,7 +1085,7 @@ async def test_on_update_is_sync_non_blocking_serialized_and_precedes_the_end(
             f"{call_id} 2",
         ]
         assert mine[1].args == {"delay": 0}
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
 
 
 async def test_late_on_update_calls_are_ignored() -> None:
@@ -1124,7 +1124,7 @@ async def test_late_on_update_calls_are_ignored() -> None:
     await trio.testing.wait_all_tasks_blocked()
     assert len(recorder.events) == count
     assert "tool_execution_update" not in recorder.types
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
 
 
 # ---------------------------------------------------------------------------------------
@@ -1166,7 +1166,7 @@ async def test_open_agent_loop_yields_all_events_and_ends_after_agent_end() -> N
         "toolResult",
         "assistant",
     ]
-    assert_grammar(received)
+    assert_event_grammar(received)
 
 
 async def test_leaving_open_agent_loop_early_cancels_the_loop(
@@ -1221,7 +1221,7 @@ async def test_open_agent_loop_with_a_buffer_does_not_wait_for_the_consumer() ->
         assert events.statistics().current_buffer_used > 0
         received = [event async for event in events]
     assert received[-1].type == "agent_end"
-    assert_grammar(received)
+    assert_event_grammar(received)
 
 
 async def test_a_failure_of_the_run_closes_the_open_agent_loop_channel() -> None:
@@ -1393,7 +1393,7 @@ async def test_faux_event_order_through_the_loop() -> None:
     assert final.content == reply.content
     assert final.stop_reason == "toolUse"
     assert final.thinking_level == "off"
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
 
 
 async def test_parallel_tools_events_reach_the_sink_one_at_a_time_from_the_run_task(

@@ -13,8 +13,7 @@ import attrs
 import pytest
 import trio
 import trio.testing
-from test_agent_trio import assert_well_formed, calls, make_agent, make_tool, without_updates
-from test_loop import assert_grammar
+from test_agent_trio import calls, make_agent, make_tool, without_updates
 
 from trio_agent import (
     AbortSignal,
@@ -42,7 +41,7 @@ from trio_agent.loop import (
     run_tool_call,
 )
 from trio_agent.models import FauxProvider, faux_assistant_message, faux_tool_call
-from trio_agent.testing import EventRecorder
+from trio_agent.testing import EventRecorder, assert_event_grammar
 
 
 async def _done(tool_call_id: str, on_update: AgentToolUpdateCallback) -> AgentToolResult:
@@ -131,8 +130,8 @@ async def test_a_base_exception_from_a_tool_answers_every_call_then_propagates(
     agent.subscribe(recorder)
     with trio.fail_after(10), pytest.raises(exc_type):
         await agent.prompt("go")
-    assert_well_formed(recorder.events)
-    assert_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
+    assert_event_grammar(recorder.events)
     results = [m for m in agent.state.messages if isinstance(m, ToolResultMessage)]
     assert [(m.tool_call_id, m.is_error) for m in results] == (
         [("a", False), ("b", True)] if mode == "sequential" else [("a", True), ("b", True)]
