@@ -74,20 +74,10 @@ def _serve(port: int, tokens_per_second: float) -> None:
     from starlette.responses import JSONResponse
     from starlette.routing import Route
 
-    from trio_agent import Agent, AgentInitialState
-    from trio_agent._demo import DEMO_SYSTEM_PROMPT, DEMO_TOOLS, DemoModel
-    from trio_agent.web import create_app, open_agent_host
+    from trio_agent.web import create_app, demo_factory, open_agent_host
     from trio_agent.web._serve import _config
 
-    demo = DemoModel(tokens_per_second=tokens_per_second)
-
-    def make(session_id: str) -> Agent:
-        return Agent(
-            AgentInitialState(
-                system_prompt=DEMO_SYSTEM_PROMPT, model=demo.model, tools=list(DEMO_TOOLS)
-            ),
-            stream_fn=demo.stream_fn,
-        )
+    make = demo_factory(tokens_per_second=tokens_per_second)
 
     def count_tasks() -> int:
         def walk(task: trio.lowlevel.Task) -> int:
@@ -167,60 +157,96 @@ async def _first_event_and_hold(
     # Leaving the block closes the connection: the server aborts the run.
 
 
+async def _floor_request(port: int, path: str, times_ms: list[float]) -> None:
+    """The floor: a plain ``GET`` (no run) on a new connection, to its response headers."""
+    stream = await trio.open_tcp_stream("127.0.0.1", port)
+    async with stream:
+        connection = h11.Connection(h11.CLIENT)
+        request = h11.Request(method="GET", target=path, headers=[("host", f"127.0.0.1:{port}")])
+        started = time.perf_counter()
+        await stream.send_all(
+            (connection.send(request) or b"") + (connection.send(h11.EndOfMessage()) or b"")
+        )
+        while True:
+            event = connection.next_event()
+            if event is h11.NEED_DATA:
+                connection.receive_data(await stream.receive_some(65536))
+            elif isinstance(event, h11.Response):
+                break
+        times_ms.append((time.perf_counter() - started) * 1000)
+
+
+def _p99(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+
+
+async def _get(base: str, path: str) -> Any:
+    """One GET on a connection of its own, closed after it (so that the server's task
+    count sees the same one measuring connection every time)."""
+    async with httpx.AsyncClient(base_url=base, headers={"connection": "close"}) as http:
+        return (await http.get(path)).json()
+
+
 async def _measure(port: int, pid: int, clients: int) -> dict[str, Any]:
     base = f"http://127.0.0.1:{port}"
-    limits = httpx.Limits(max_connections=50)
-    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=60) as http:
+    async with httpx.AsyncClient(base_url=base, timeout=60) as http:
         # Warm-up: one complete run, so imports and first-use costs are paid.
         warm = (await http.post("/api/sessions")).json()["id"]
         async with http.stream("POST", f"/api/sessions/{warm}/runs", json={"prompt": "hi"}) as r:
             await r.aread()
-        await trio.sleep(0.5)
-        baseline_kib = _rss_kib(pid)
-        baseline_tasks = (await http.get("/debug/tasks")).json()["tasks"]
         session_ids = [(await http.post("/api/sessions")).json()["id"] for _ in range(clients)]
+    floor_ms: list[float] = []
+    async with trio.open_nursery() as nursery:
+        for session_id in session_ids:
+            nursery.start_soon(_floor_request, port, f"/api/sessions/{session_id}", floor_ms)
+    await trio.sleep(0.5)
+    baseline_kib = _rss_kib(pid)
+    baseline_tasks = (await _get(base, "/debug/tasks"))["tasks"]
 
-        first_event_ms: list[float] = []
-        opened = trio.Semaphore(clients, max_value=clients)
+    first_event_ms: list[float] = []
+    opened = trio.Semaphore(clients, max_value=clients)
+    for _ in range(clients):
+        opened.acquire_nowait()
+    release = trio.Event()
+    async with trio.open_nursery() as nursery:
+        for session_id in session_ids:
+            nursery.start_soon(
+                _first_event_and_hold, port, session_id, first_event_ms, opened, release
+            )
         for _ in range(clients):
-            opened.acquire_nowait()
-        release = trio.Event()
-        async with trio.open_nursery() as nursery:
-            for session_id in session_ids:
-                nursery.start_soon(
-                    _first_event_and_hold, port, session_id, first_event_ms, opened, release
-                )
-            for _ in range(clients):
-                await opened.acquire()
-            open_kib = _rss_kib(pid)
-            open_connections = _established(port)
-            sessions = (await http.get("/api/sessions")).json()["sessions"]
-            running_while_open = sum(1 for s in sessions if s["running"])
-            release.set()
-        # Every client has disconnected; give the server a moment to notice.
-        deadline = trio.current_time() + 10
-        while trio.current_time() < deadline:
-            sessions = (await http.get("/api/sessions")).json()["sessions"]
-            if not any(s["running"] for s in sessions):
-                break
-            await trio.sleep(0.05)
+            await opened.acquire()
+        open_kib = _rss_kib(pid)
+        open_connections = _established(port)
+        sessions = (await _get(base, "/api/sessions"))["sessions"]
+        running_while_open = sum(1 for s in sessions if s["running"])
+        release.set()
+    # Every client has disconnected; give the server a moment to notice.
+    started = time.perf_counter()
+    while True:
+        sessions = (await _get(base, "/api/sessions"))["sessions"]
         running_after = sum(1 for s in sessions if s["running"])
-        await trio.sleep(0.2)
-        left_tasks = (await http.get("/debug/tasks")).json()["tasks"]
+        if not running_after or time.perf_counter() - started > 10:
+            break
+        await trio.sleep(0.05)
+    settle_ms = (time.perf_counter() - started) * 1000
     await trio.sleep(0.2)
-    first_event_ms.sort()
-    p99 = first_event_ms[min(len(first_event_ms) - 1, int(len(first_event_ms) * 0.99))]
+    left_tasks = (await _get(base, "/debug/tasks"))["tasks"]
+    await trio.sleep(0.2)
     return {
         "scenario": "web_load",
         "clients": clients,
         "first_event_ms_median": round(statistics.median(first_event_ms), 2),
-        "first_event_ms_p99": round(p99, 2),
+        "first_event_ms_p99": round(_p99(first_event_ms), 2),
+        "floor_plain_get_ms_median": round(statistics.median(floor_ms), 2),
+        "floor_plain_get_ms_p99": round(_p99(floor_ms), 2),
         "kib_per_open_stream": round((open_kib - baseline_kib) / clients, 1),
         "server_rss_mib_baseline": round(baseline_kib / 1024, 1),
         "server_rss_mib_open": round(open_kib / 1024, 1),
         "runs_while_open": running_while_open,
         "connections_while_open": open_connections,
         "runs_left_after_disconnect": running_after,
+        "ms_until_no_run_left": round(settle_ms, 1),
         "connections_left_after_disconnect": _established(port),
         "server_tasks_baseline": baseline_tasks,
         "server_tasks_after_disconnect": left_tasks,

@@ -71,14 +71,13 @@ def _fields(message: Any) -> dict[str, Any]:
 
 
 def _factory(tokens_per_second: float) -> Any:
-    provider = FauxProvider(models=["demo"], tokens_per_second=tokens_per_second)
-
-    def stream_fn(model: Model, context: LlmContext, options: StreamOptions) -> Any:
-        if provider.pending_response_count == 0:
-            provider.append_responses([_thinking_demo])
-        return provider.stream_fn(model, context, options)
-
     def make(session_id: str) -> Agent:
+        provider = FauxProvider(models=["demo"], tokens_per_second=tokens_per_second)
+
+        def stream_fn(model: Model, context: LlmContext, options: StreamOptions) -> Any:
+            provider.append_responses([_thinking_demo])
+            return provider.stream_fn(model, context, options)
+
         return Agent(
             AgentInitialState(
                 system_prompt=DEMO_SYSTEM_PROMPT,

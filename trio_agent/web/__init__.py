@@ -35,6 +35,7 @@ from ._host import open_agent_host as open_agent_host
 
 # --- the app and the server (_app.py, _serve.py) -------------------------------------------
 from ._app import create_app as create_app
+from ._serve import demo_factory as demo_factory
 from ._serve import main as main
 from ._serve import serve as serve
 

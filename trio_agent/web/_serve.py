@@ -17,7 +17,7 @@ from hypercorn.config import Config
 from hypercorn.trio import serve as hypercorn_serve
 
 from .._agent import Agent, AgentInitialState
-from .._demo import DemoModel
+from .._demo import DEMO_SYSTEM_PROMPT, DEMO_TOOLS, DemoModel
 from .._messages import Model, ThinkingLevel
 from .._streaming import StreamFn
 from .._tools import AgentTool
@@ -25,7 +25,7 @@ from ._app import create_app
 from ._host import AgentFactory, DisconnectPolicy, open_agent_host
 from ._sessions import WebSessions
 
-__all__ = ["DEFAULT_PORT", "build_parser", "main", "serve"]
+__all__ = ["DEFAULT_PORT", "build_parser", "demo_factory", "main", "serve"]
 
 DEFAULT_PORT = 8321
 
@@ -63,21 +63,48 @@ async def serve(
     """
     if agent_factory is None:
         if model is None or stream_fn is None:
-            demo = DemoModel()
-            model, stream_fn = demo.model, demo.stream_fn
-            if tools is None:
-                from .._demo import DEMO_SYSTEM_PROMPT, DEMO_TOOLS
-
-                tools = DEMO_TOOLS
-                system_prompt = system_prompt or DEMO_SYSTEM_PROMPT
-        agent_factory = _factory(
-            model, stream_fn, list(tools or ()), system_prompt or "", thinking_level, get_api_key
-        )
+            agent_factory = demo_factory(
+                tools=DEMO_TOOLS if tools is None else tools,
+                system_prompt=DEMO_SYSTEM_PROMPT if system_prompt is None else system_prompt,
+            )
+        else:
+            agent_factory = _factory(
+                model,
+                stream_fn,
+                list(tools or ()),
+                system_prompt or "",
+                thinking_level,
+                get_api_key,
+            )
     async with open_agent_host(
         agent_factory, sessions=sessions, on_disconnect=on_disconnect
     ) as agent_host:
         app = create_app(agent_host, ui=ui)
         await hypercorn_serve(app, _config(host, port), task_status=task_status)  # type: ignore[arg-type]  # Starlette is an ASGI 3 app; hypercorn's Framework union does not name it
+
+
+def demo_factory(
+    *,
+    tokens_per_second: float | None = 200.0,
+    tools: Sequence[AgentTool] = DEMO_TOOLS,
+    system_prompt: str = DEMO_SYSTEM_PROMPT,
+) -> AgentFactory:
+    """Agents on the offline demo model, one :class:`DemoModel` per session.
+
+    One per session because a :class:`DemoModel` scripts the response of a request
+    when the request arrives, which is right for one conversation at a time but not
+    for several sessions streaming at once.
+    """
+
+    def make(session_id: str) -> Agent:
+        demo = DemoModel(tokens_per_second=tokens_per_second)
+        return Agent(
+            AgentInitialState(system_prompt=system_prompt, model=demo.model, tools=list(tools)),
+            stream_fn=demo.stream_fn,
+            session_id=session_id,
+        )
+
+    return make
 
 
 def _factory(
@@ -161,12 +188,12 @@ def _agent_factory(args: argparse.Namespace) -> AgentFactory:
     tools = tools_for(demo, args)
     system_prompt = args.system if args.system is not None else default_system_prompt(tools)
     if demo:
-        demo_model = DemoModel(tokens_per_second=args.tokens_per_second)
-        model, stream_fn = demo_model.model, demo_model.stream_fn
-    else:
-        models = Models()
-        model = resolve_model(args.model, models, base_url=args.base_url, api=args.api)
-        stream_fn = models.stream_simple
+        return demo_factory(
+            tokens_per_second=args.tokens_per_second, tools=tools, system_prompt=system_prompt
+        )
+    models = Models()
+    model = resolve_model(args.model, models, base_url=args.base_url, api=args.api)
+    stream_fn = models.stream_simple
     get_api_key = key_source(args, model, model)
 
     def make(session_id: str) -> Agent:
