@@ -4,7 +4,8 @@ out of what httpx logs.
 :func:`send_with_retries` sends one provider request and returns the open streaming
 response, retrying connection errors and retryable statuses as pi 1.6.0 does. It never
 follows a redirect, whatever the client's setting, so no credential header reaches another
-origin, and it redacts error bodies before the API's formatter sees (and may cut) them.
+origin; it reads at most 64 KiB of an error body (:func:`read_error_body`) and redacts it
+before the API's formatter sees (and may cut) it.
 Attempts and retries are logged to ``trio_agent.models``.
 
 httpx logs every request's URL at INFO. A filter on the ``httpx`` logger, installed when
@@ -34,7 +35,8 @@ import trio
 from .._jsjson import UNDEFINED, js_stringify, js_truthy
 from .._messages import Model
 from .._redaction import redact, redact_url
-from .._streaming import StreamOptions
+from .._streaming import RetryNotice, StreamOptions
+from .._util import maybe_await
 
 __all__ = [
     "DEFAULT_MAX_RETRY_DELAY_MS",
@@ -351,8 +353,9 @@ async def send_with_retries(
     are connection errors and statuses 408, 409, 429 and >= 500, unless the response
     says ``x-should-retry``. Sleeps on Trio's clock. The caller closes the response.
     Redirects are never followed, whatever the client's setting: a ``3xx`` fails, so no
-    credential header reaches another origin. Error bodies are redacted (``secrets``)
-    before the formatters see them, so a cut can never leave part of a key.
+    credential header reaches another origin. Error bodies are read up to
+    :data:`ERROR_BODY_READ_LIMIT` and redacted (``secrets``) before the formatters see
+    them, so a cut can never leave part of a key.
 
     Raises:
         ProviderStreamError: with the final error message (HTTP error wording from
@@ -415,5 +418,9 @@ async def send_with_retries(
             max_retries + 1,
             redact(message, *secrets),
         )
+        if options.on_retry is not None:
+            await maybe_await(
+                options.on_retry(RetryNotice(status=status, wait=delay, attempt=attempt + 2), model)
+            )
         await trio.sleep(delay)
         attempt += 1
