@@ -29,7 +29,7 @@ EXPECTED: dict[types.ModuleType, set[str]] = {
         "MessageStartEvent", "MessageUpdateEvent", "Model", "ModelCost",
         "NothingToContinueError", "PrepareNextTurnContext", "PrepareRequestContext",
         "LimitReached", "RunEnding", "RunResult", "UsageLimits", "UsageTally", "sum_usage",
-        "ApproveToolCall", "ToolApproval", "pending_approvals",
+        "ApproveToolCall", "ToolApproval", "pending_approvals", "RetryNotice",
         "ProviderResponse", "QueueMode", "SerializationError", "StartEvent", "StopReason",
         "StreamFn", "StreamOptions", "SystemMessage", "TextContent", "TextDeltaEvent",
         "TextEndEvent", "TextStartEvent", "ThinkingContent", "ThinkingDeltaEvent",

@@ -28,6 +28,7 @@ from trio_agent import (
     DoneEvent,
     ImageContent,
     Model,
+    RetryNotice,
     StartEvent,
     TextContent,
     ToolCall,
@@ -36,6 +37,7 @@ from trio_agent import (
 )
 from trio_agent.models import FauxProvider, faux_assistant_message, faux_tool_call
 from trio_agent.otel import AgentTracer, instrument_agent
+from trio_agent.testing import faux_http_error
 
 
 @pytest.fixture
@@ -680,32 +682,39 @@ async def test_a_response_without_usage_records_no_token_counts(
 async def test_retries_are_events_of_the_request_span(
     exporter: InMemorySpanExporter, tracer_provider: TracerProvider, autojump_clock: Any
 ) -> None:
-    # The providers' retry loop has no hook yet (issue 19); this stream function calls
-    # the tracer where that hook would, before the response starts.
-    provider = FauxProvider([faux_assistant_message("Hi")])
-    tracer = AgentTracer(tracer_provider=tracer_provider)
-
-    async def stream_fn(model: Model, context: Any, options: Any) -> Any:
-        tracer._record_retry(status=429, wait=1.5, attempt=2)
-        await trio.sleep(1.5)
-        tracer._record_retry(status=None, wait=3.0, attempt=3)
-        await trio.sleep(3.0)
-        return provider.stream_fn(model, context, options)
-
-    agent = Agent(AgentInitialState(model=provider.get_model()), stream_fn=stream_fn)
-    agent.subscribe(tracer)
+    # The faux provider's HTTP errors go through the providers' real retry loop, which
+    # tells the agent's on_retry (instrument_agent chains it) before each retry.
+    provider = FauxProvider(
+        [
+            faux_http_error(
+                429, '{"error": {"message": "slow down"}}', headers={"retry-after": "2"}
+            ),
+            faux_http_error(503),
+            faux_assistant_message("Hi"),
+        ]
+    )
+    told: list[RetryNotice] = []
+    agent = Agent(
+        AgentInitialState(model=provider.get_model()),
+        stream_fn=provider.stream_fn,
+        max_retries=2,
+        on_retry=lambda notice, model: told.append(notice),
+    )
+    uninstrument = instrument_agent(agent, tracer_provider=tracer_provider)
     await agent.prompt("Hi")
     chat = one(exporter.get_finished_spans(), "chat faux-1")
-    assert [(event.name, dict(event.attributes or {})) for event in chat.events] == [
-        (
-            "trio_agent.retry",
-            {
-                "http.request.resend_count": 1,
-                "trio_agent.retry.wait_s": 1.5,
-                "http.response.status_code": 429,
-            },
-        ),
-        ("trio_agent.retry", {"http.request.resend_count": 2, "trio_agent.retry.wait_s": 3.0}),
-    ]
+    events = [(event.name, dict(event.attributes or {})) for event in chat.events]
+    assert events[0] == (
+        "trio_agent.retry",
+        {
+            "http.request.resend_count": 1,
+            "trio_agent.retry.wait_s": 2.0,
+            "http.response.status_code": 429,
+        },
+    )
+    assert events[1][1]["http.response.status_code"] == 503
+    assert [(n.status, n.attempt) for n in told] == [(429, 2), (503, 3)]  # still told
     assert chat.start_time is not None
     assert all(chat.start_time <= event.timestamp for event in chat.events)
+    uninstrument()
+    assert agent.on_retry is not None and agent.on_retry.__name__ == "<lambda>"

@@ -67,6 +67,7 @@ from ._abort import AbortController as AbortController
 from ._abort import AbortSignal as AbortSignal
 from ._streaming import LlmContext as LlmContext
 from ._streaming import ProviderResponse as ProviderResponse
+from ._streaming import RetryNotice as RetryNotice
 from ._streaming import StreamFn as StreamFn
 from ._streaming import StreamOptions as StreamOptions
 from ._streaming import Transport as Transport

@@ -53,6 +53,7 @@ from ._output import OutputRun
 from ._run_result import RunResult, UsageLimits
 from ._streaming import (
     ProviderResponse,
+    RetryNotice,
     StreamFn,
     StreamOptions,
     Transport,
@@ -470,6 +471,7 @@ class Agent:
         on_payload: Callable[[dict[str, Any], Model], Any] | None = None,
         on_response: Callable[[ProviderResponse, Model], Any] | None = None,
         on_provider_stream_event: Callable[[Any, Model], Any] | None = None,
+        on_retry: Callable[[RetryNotice, Model], Any] | None = None,
         before_tool_call: BeforeToolCallHook | None = None,
         after_tool_call: AfterToolCallHook | None = None,
         finish_turn: Callable[[AgentTurnContext, AbortSignal], Any] | None = None,
@@ -506,6 +508,7 @@ class Agent:
             "on_payload": on_payload,
             "on_response": on_response,
             "on_provider_stream_event": on_provider_stream_event,
+            "on_retry": on_retry,
             "before_tool_call": before_tool_call,
             "after_tool_call": after_tool_call,
             "finish_turn": finish_turn,
@@ -570,6 +573,7 @@ class Agent:
             on_payload=on_payload,
             on_response=on_response,
             on_provider_stream_event=on_provider_stream_event,
+            on_retry=on_retry,
             max_retry_delay_ms=max_retry_delay_ms,
             max_retries=max_retries,
             max_tokens=max_tokens,
@@ -640,6 +644,9 @@ class Agent:
     )
     on_provider_stream_event: _RequestOption[Callable[[Any, Model], Any] | None] = _RequestOption(
         """Sees every parsed provider event."""
+    )
+    on_retry: _RequestOption[Callable[[RetryNotice, Model], Any] | None] = _RequestOption(
+        """Told before each retry of a request (status, wait, attempt)."""
     )
 
     # -- state and listeners -----------------------------------------------------------

@@ -50,12 +50,14 @@ from ._messages import (
     AgentMessage,
     AssistantMessage,
     ImageContent,
+    Model,
     TextContent,
     ThinkingContent,
     ToolCall,
     ToolResultMessage,
     UserMessage,
 )
+from ._streaming import RetryNotice
 from ._tools import AgentToolResult
 from ._transcript import get_current_system_prompt
 
@@ -371,8 +373,8 @@ class AgentTracer:
         (``None``: a connection error), the wait and the attempt about to be made
         (2 for the first retry).
 
-        The call site is the providers' retry loop (``send_with_retries``), which has no
-        hook yet to reach a listener: see issue 19 ("Traces").
+        :func:`instrument_agent` calls it from the agent's ``on_retry`` request option,
+        which the providers' retry loop calls before each retry.
         """
         run = self._run
         if run is None:
@@ -456,7 +458,24 @@ def instrument_agent(
         agent_name=agent_name,
         agent=agent,
     )
-    return agent.subscribe(tracer)
+    previous = agent.on_retry
+
+    def on_retry(notice: RetryNotice, model: Model) -> Any:
+        try:
+            tracer._record_retry(status=notice.status, wait=notice.wait, attempt=notice.attempt)
+        except Exception as exc:  # tracing never fails a run
+            _log_failure(exc)
+        return previous(notice, model) if previous is not None else None
+
+    agent.on_retry = on_retry
+    unsubscribe = agent.subscribe(tracer)
+
+    def uninstrument() -> None:
+        unsubscribe()
+        if agent.on_retry is on_retry:
+            agent.on_retry = previous
+
+    return uninstrument
 
 
 # -- containing the tracing SDK's errors -------------------------------------------------

@@ -49,6 +49,18 @@ class LlmContext:
 
 
 @attrs.frozen(kw_only=True)
+class RetryNotice:
+    """What ``on_retry`` receives before a failed request phase is tried again."""
+
+    status: int | None
+    """The HTTP status that failed (``None``: a connection error)."""
+    wait: float
+    """Seconds until the next attempt, on Trio's clock."""
+    attempt: int
+    """The attempt about to be made (2 for the first retry)."""
+
+
+@attrs.frozen(kw_only=True)
 class ProviderResponse:
     """What ``on_response`` receives once the HTTP response headers arrived."""
 
@@ -130,6 +142,8 @@ class StreamOptions:
     """Sees status and headers before the body is read."""
     on_provider_stream_event: Callable[[Any, Model], Any] | None = None
     """Sees every parsed provider event before it is mapped."""
+    on_retry: Callable[[RetryNotice, Model], Any] | None = None
+    """Told before each retry of the request phase (status, wait, attempt)."""
 
 
 StreamFn: TypeAlias = Callable[
