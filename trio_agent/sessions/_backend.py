@@ -51,15 +51,39 @@ delivered: a cancellation never leaves half a batch. Every method is a checkpoin
 from __future__ import annotations
 
 import abc
+import json
+import re
 from typing import Any
 
 import attrs
 
+from .._serialization import _dumps
 from ._errors import SessionBusyError, SessionClaimLostError
 
-__all__ = ["Claim", "LoadedSession", "SessionBackend", "check_append_claim"]
+__all__ = ["Claim", "LoadedSession", "SessionBackend", "check_append_claim", "dump_json"]
 
 JsonObject = dict[str, Any]
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def dump_json(value: Any) -> str:
+    """Compact JSON text of an entry, for backends that store text.
+
+    The C encoder, not :func:`trio_agent.serialization.to_json`'s exact ``JSON.stringify``
+    form (which is written in Python, and several times slower): a session line only has
+    to parse to the same value in pi, and it does (``5.0`` reads back as ``5``). Lone
+    surrogates are escaped as ``JSON.stringify`` does; a value the C encoder refuses
+    (``NaN``, an object that is not JSON) goes through ``to_json``'s rules, which write
+    ``null`` or raise :class:`~trio_agent.SerializationError`.
+    """
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError):
+        return _dumps(value)
+    if _LONE_SURROGATE.search(text) is not None:
+        text = _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return text
 
 
 @attrs.frozen(kw_only=True)

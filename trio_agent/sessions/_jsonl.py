@@ -33,7 +33,6 @@ from typing import Any
 
 import trio
 
-from .._serialization import _dumps
 from ._backend import (
     Claim,
     JsonObject,
@@ -43,6 +42,7 @@ from ._backend import (
     check_append_claim,
     check_batch_ids,
     check_renew,
+    dump_json,
 )
 from ._entries import decode_header
 from ._errors import (
@@ -236,7 +236,7 @@ class JsonlBackend(SessionBackend):
     def _create_sync(self, header: JsonObject, entries: list[JsonObject]) -> None:
         session_id = header["id"]
         check_batch_ids(session_id, entries, lambda _: False)
-        text = "".join(_dumps(item) + "\n" for item in [header, *entries]).encode()
+        text = "".join(dump_json(item) + "\n" for item in [header, *entries]).encode()
         with self._locked(session_id):
             if self._find(session_id) is not None:
                 raise SessionExistsError(session_id)
@@ -262,7 +262,7 @@ class JsonlBackend(SessionBackend):
     def _append_sync(
         self, session_id: str, entries: list[JsonObject], claim_token: str | None, now: float
     ) -> None:
-        text = "".join(_dumps(entry) + "\n" for entry in entries).encode()
+        text = "".join(dump_json(entry) + "\n" for entry in entries).encode()
         with self._locked(session_id):
             path = self._path(session_id)
             check_append_claim(session_id, self._read_claim(session_id), claim_token, now)

@@ -7,7 +7,6 @@ import json
 import attrs
 import trio
 
-from .._serialization import _dumps
 from ._backend import (
     Claim,
     JsonObject,
@@ -17,6 +16,7 @@ from ._backend import (
     check_append_claim,
     check_batch_ids,
     check_renew,
+    dump_json,
 )
 from ._errors import SessionExistsError, SessionNotFoundError
 
@@ -49,9 +49,9 @@ class MemoryBackend(SessionBackend):
         session_id = header["id"]
         if session_id in self._sessions:
             raise SessionExistsError(session_id)
-        stored = _Stored(header=_dumps(header))
+        stored = _Stored(header=dump_json(header))
         check_batch_ids(session_id, entries, lambda _: False)
-        stored.lines = [_dumps(entry) for entry in entries]
+        stored.lines = [dump_json(entry) for entry in entries]
         stored.ids = {entry["id"] for entry in entries}
         self._sessions[session_id] = stored
 
@@ -69,7 +69,7 @@ class MemoryBackend(SessionBackend):
         stored = self._get(session_id)
         check_append_claim(session_id, self._claims.get(session_id), claim_token, now)
         check_batch_ids(session_id, entries, stored.ids.__contains__)
-        lines = [_dumps(entry) for entry in entries]  # may raise: before any change
+        lines = [dump_json(entry) for entry in entries]  # may raise: before any change
         stored.lines.extend(lines)
         stored.ids.update(entry["id"] for entry in entries)
 

@@ -26,7 +26,6 @@ from typing import Any, Final, TypeVar
 
 import trio
 
-from .._serialization import _dumps
 from ._backend import (
     Claim,
     JsonObject,
@@ -36,6 +35,7 @@ from ._backend import (
     check_append_claim,
     check_batch_ids,
     check_renew,
+    dump_json,
 )
 from ._errors import SessionExistsError, SessionNotFoundError, SessionStoreError
 from ._store import SessionStore
@@ -54,15 +54,13 @@ LOCKED_GIVE_UP_SECONDS: Final = 120.0
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS sessions (
     id TEXT PRIMARY KEY,
-    header TEXT NOT NULL,
-    next_seq INTEGER NOT NULL DEFAULT 0
+    header TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS entries (
+    position INTEGER PRIMARY KEY,
     session_id TEXT NOT NULL,
-    seq INTEGER NOT NULL,
     id TEXT NOT NULL,
     body TEXT NOT NULL,
-    PRIMARY KEY (session_id, seq),
     UNIQUE (session_id, id)
 );
 CREATE TABLE IF NOT EXISTS claims (
@@ -72,6 +70,10 @@ CREATE TABLE IF NOT EXISTS claims (
     expires_at REAL NOT NULL
 );
 """
+
+# Writers take turns, so ``position`` (the rowid: one more than the largest) grows in
+# commit order, and a session's entries read back in append order. The UNIQUE index
+# refuses a duplicate id inside the insert itself.
 
 _BUSY_CODES: Final = frozenset({5, 6})  # SQLITE_BUSY, SQLITE_LOCKED (and extended codes)
 
@@ -187,20 +189,18 @@ class SqliteBackend(SessionBackend):
     async def create_session(self, header: JsonObject, entries: list[JsonObject]) -> None:
         session_id = header["id"]
         check_batch_ids(session_id, entries, lambda _: False)
-        header_text = _dumps(header)
-        rows = [(session_id, seq, e["id"], _dumps(e)) for seq, e in enumerate(entries)]
+        header_text = dump_json(header)
+        rows = [(session_id, e["id"], dump_json(e)) for e in entries]
 
         def body(db: sqlite3.Connection) -> None:
             try:
                 db.execute(
-                    "INSERT INTO sessions (id, header, next_seq) VALUES (?, ?, ?)",
-                    (session_id, header_text, len(rows)),
+                    "INSERT INTO sessions (id, header) VALUES (?, ?)",
+                    (session_id, header_text),
                 )
             except sqlite3.IntegrityError:
                 raise SessionExistsError(session_id) from None
-            db.executemany(
-                "INSERT INTO entries (session_id, seq, id, body) VALUES (?, ?, ?, ?)", rows
-            )
+            db.executemany("INSERT INTO entries (session_id, id, body) VALUES (?, ?, ?)", rows)
 
         await self._run(True, body)
 
@@ -213,7 +213,7 @@ class SqliteBackend(SessionBackend):
             entries = [
                 json.loads(text)
                 for (text,) in db.execute(
-                    "SELECT body FROM entries WHERE session_id = ? ORDER BY seq", (session_id,)
+                    "SELECT body FROM entries WHERE session_id = ? ORDER BY position", (session_id,)
                 )
             ]
             return LoadedSession(header=json.loads(row[0]), entries=entries)
@@ -228,37 +228,47 @@ class SqliteBackend(SessionBackend):
         return None if row is None else Claim(holder=row[0], token=row[1], expires_at=row[2])
 
     @staticmethod
-    def _require(db: sqlite3.Connection, session_id: str) -> int:
-        row = db.execute("SELECT next_seq FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    def _require(db: sqlite3.Connection, session_id: str) -> None:
+        row = db.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone()
         if row is None:
             raise SessionNotFoundError(session_id)
-        return int(row[0])
 
     async def append_entries(
         self, session_id: str, entries: list[JsonObject], *, claim_token: str | None, now: float
     ) -> None:
-        texts = [_dumps(entry) for entry in entries]
-        ids = [entry["id"] for entry in entries]
+        check_batch_ids(session_id, entries, lambda _: False)  # repeated inside the batch
+        rows = [(session_id, entry["id"], dump_json(entry)) for entry in entries]
 
         def body(db: sqlite3.Connection) -> None:
-            seq = self._require(db, session_id)
-            check_append_claim(session_id, self._claim(db, session_id), claim_token, now)
-
-            def exists(entry_id: str) -> bool:
-                row = db.execute(
-                    "SELECT 1 FROM entries WHERE session_id = ? AND id = ?",
-                    (session_id, entry_id),
-                ).fetchone()
-                return row is not None
-
-            check_batch_ids(session_id, entries, exists)
-            db.executemany(
-                "INSERT INTO entries (session_id, seq, id, body) VALUES (?, ?, ?, ?)",
-                [(session_id, seq + i, ids[i], texts[i]) for i in range(len(texts))],
+            # One query reads both whether the session exists and its claim.
+            found = db.execute(
+                "SELECT c.holder, c.token, c.expires_at FROM sessions AS s "
+                "LEFT JOIN claims AS c ON c.session_id = s.id WHERE s.id = ?",
+                (session_id,),
+            ).fetchone()
+            if found is None:
+                raise SessionNotFoundError(session_id)
+            claim = (
+                None
+                if found[0] is None
+                else Claim(holder=found[0], token=found[1], expires_at=found[2])
             )
-            db.execute(
-                "UPDATE sessions SET next_seq = ? WHERE id = ?", (seq + len(texts), session_id)
-            )
+            check_append_claim(session_id, claim, claim_token, now)
+            db.execute("SAVEPOINT batch")
+            try:
+                db.executemany("INSERT INTO entries (session_id, id, body) VALUES (?, ?, ?)", rows)
+            except sqlite3.IntegrityError:
+                db.execute("ROLLBACK TO batch")  # the rows inserted before the duplicate
+                taken = {
+                    entry_id
+                    for (entry_id,) in db.execute(
+                        "SELECT id FROM entries WHERE session_id = ? AND id IN "
+                        f"({', '.join('?' * len(rows))})",
+                        (session_id, *(row[1] for row in rows)),
+                    )
+                }
+                check_batch_ids(session_id, entries, taken.__contains__)
+                raise
 
         await self._run(True, body)
 
