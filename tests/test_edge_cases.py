@@ -252,7 +252,7 @@ async def test_bad_input_is_rejected_naming_the_value() -> None:
         "or a class registered with register_message_type), got "
     )
     with pytest.raises(TypeError, match=re.escape(f"prompt(): {expected}42")):
-        await agent.prompt(42)  # type: ignore[arg-type]  # the point of the test
+        await agent.prompt(42)  # type: ignore[call-overload]  # the point of the test
     bad = {"role": "user", "content": "hi"}
     with pytest.raises(TypeError, match=re.escape(f"prompt(): {expected}{bad!r}")):
         await agent.prompt([bad])  # type: ignore[list-item]  # the point of the test

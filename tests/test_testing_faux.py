@@ -177,9 +177,9 @@ async def test_http_failures_are_worded_like_the_providers() -> None:
         assert len(faux.requests) == 1  # not retryable, or not retried
     # Worded as the HTTP providers word a connection error (with the model's origin).
     events = await collect(FauxProvider([faux_connection_error("no route")]))
-    message = final(events).error_message
-    assert message is not None
-    assert message.startswith("Connection error") and message.endswith(": no route")
+    text = final(events).error_message
+    assert text is not None
+    assert text.startswith("Connection error") and text.endswith(": no route")
 
 
 async def test_a_retry_with_nothing_scripted_is_the_empty_queue_error(
