@@ -600,6 +600,11 @@ async def test_compact_if_needed_below_the_threshold_does_nothing() -> None:
             await compact_if_needed(tracker, long_transcript(), model, provider.stream_fn) is None
         )
     assert provider.state.call_count == 0
+    with trio.testing.assert_no_checkpoints():
+        assert not tracker.needs_compaction(long_transcript(), model)
+    small = attrs.evolve(model, context_window=17_000)
+    assert tracker.needs_compaction(long_transcript(), small)
+    assert not tracker.needs_compaction(long_transcript(), attrs.evolve(model, context_window=0))
 
 
 async def test_compact_if_needed_compacts_and_the_tracker_follows() -> None:

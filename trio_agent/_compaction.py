@@ -959,6 +959,20 @@ class ContextTracker:
             self._trailing += tokens
         self._newest = max(self._newest, llm.timestamp)
 
+    def needs_compaction(
+        self,
+        messages: Sequence[AgentMessage],
+        model: Model,
+        settings: CompactionSettings = DEFAULT_COMPACTION_SETTINGS,
+    ) -> bool:
+        """:meth:`update`, then whether :func:`compact_if_needed` would compact for
+        ``model`` (a window above 0 and :func:`should_compact`). Not a checkpoint: a loop
+        can call it before every request and await :func:`compact_if_needed` only when it
+        says so."""
+        tokens = self.update(messages)
+        window = model.context_window
+        return window > 0 and should_compact(tokens, window, settings)
+
     def tokens(self) -> int:
         """The estimate after the last :meth:`update`."""
         return self._usage + self._trailing
@@ -1004,12 +1018,10 @@ async def compact_if_needed(
     :class:`CompactionFailure` leaves the transcript as it was (report it; the request
     goes out as it is). Cancellation propagates. Always a checkpoint.
     """
-    tokens = tracker.update(messages)
-    window = model.context_window
-    if window <= 0 or not should_compact(tokens, window, settings):
+    if not tracker.needs_compaction(messages, model, settings):
         await trio.lowlevel.checkpoint()
         return None
-    keep = settings.keep_for_window(window)
+    keep = settings.keep_for_window(model.context_window)
     if prepare_compaction(messages, settings, keep_recent_tokens=keep) is None:
         await trio.lowlevel.checkpoint()
         return None
