@@ -4,12 +4,22 @@ example of SPEC §2.2."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 import trio
 import trio.testing
+from agent_helpers import (
+    assert_every_tool_call_answered,
+    calls,
+    forever,
+    instant,
+    make_agent,
+    make_tool,
+    text_result,
+    without_updates,
+)
 
 from trio_agent import (
     AbortSignal,
@@ -17,7 +27,6 @@ from trio_agent import (
     AgentBusyError,
     AgentEvent,
     AgentInitialState,
-    AgentTool,
     AgentToolResult,
     AgentToolUpdateCallback,
     AssistantMessage,
@@ -28,9 +37,7 @@ from trio_agent import (
     Model,
     StreamOptions,
     TextContent,
-    ToolCall,
     ToolExecutionMode,
-    ToolResultMessage,
     UserMessage,
     content_text,
 )
@@ -42,85 +49,7 @@ from trio_agent.testing import (
     assert_event_types,
     faux_assistant_message,
     faux_text,
-    faux_tool_call,
 )
-
-PARAMS: dict[str, Any] = {"type": "object", "properties": {"value": {"type": "string"}}}
-
-ToolBody = Callable[[str, AgentToolUpdateCallback], Awaitable[AgentToolResult]]
-
-
-def make_tool(
-    name: str, body: ToolBody, *, execution_mode: ToolExecutionMode | None = None
-) -> AgentTool:
-    async def execute(
-        tool_call_id: str,
-        params: dict[str, Any],
-        signal: AbortSignal,
-        on_update: AgentToolUpdateCallback,
-    ) -> AgentToolResult:
-        return await body(tool_call_id, on_update)
-
-    return AgentTool(
-        name=name,
-        label=name,
-        description=f"{name} tool",
-        parameters=PARAMS,
-        execute=execute,
-        execution_mode=execution_mode,
-    )
-
-
-def text_result(text: str) -> AgentToolResult:
-    return AgentToolResult(content=[TextContent(text=text)])
-
-
-async def instant(tool_call_id: str, on_update: AgentToolUpdateCallback) -> AgentToolResult:
-    await trio.lowlevel.checkpoint()
-    return text_result(f"done {tool_call_id}")
-
-
-async def forever(tool_call_id: str, on_update: AgentToolUpdateCallback) -> AgentToolResult:
-    await trio.sleep_forever()
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
-def calls(*specs: tuple[str, str]) -> AssistantMessage:
-    """An assistant message calling ``(tool name, call id)`` for each spec."""
-    return faux_assistant_message(
-        [faux_tool_call(name, {"value": call_id}, id=call_id) for name, call_id in specs],
-        stop_reason="toolUse",
-    )
-
-
-def make_agent(
-    responses: list[AssistantMessage],
-    tools: list[AgentTool] | None = None,
-    **kwargs: Any,
-) -> tuple[Agent, FauxProvider]:
-    faux = FauxProvider(responses)
-    agent = Agent(
-        initial_state=AgentInitialState(model=faux.get_model(), tools=tools or []),
-        stream_fn=faux.stream_fn,
-        **kwargs,
-    )
-    return agent, faux
-
-
-def without_updates(types: list[str]) -> list[str]:
-    return [t for t in types if t != "message_update"]
-
-
-def assert_every_tool_call_answered(messages: list[Any]) -> None:
-    call_ids = [
-        block.id
-        for m in messages
-        if isinstance(m, AssistantMessage)
-        for block in m.content
-        if isinstance(block, ToolCall)
-    ]
-    result_ids = [m.tool_call_id for m in messages if isinstance(m, ToolResultMessage)]
-    assert sorted(call_ids) == sorted(result_ids)
 
 
 def assert_idle(agent: Agent) -> None:

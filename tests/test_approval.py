@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
-from test_agent_trio import make_agent
+from agent_helpers import make_agent
 
 from trio_agent import (
     AbortSignal,

@@ -9,12 +9,10 @@ from typing import Any
 
 import attrs
 import pytest
+from agent_helpers import make_tool
 
 from trio_agent import (
-    AbortSignal,
     AgentTool,
-    AgentToolResult,
-    AgentToolUpdateCallback,
     AssistantMessage,
     ImageContent,
     SerializationError,
@@ -36,21 +34,6 @@ from trio_agent._checks import (
 from trio_agent.serialization import load_transcript
 
 PNG = "iVBORw0KGgo="
-
-
-async def _execute(
-    tool_call_id: str,
-    params: dict[str, Any],
-    signal: AbortSignal,
-    on_update: AgentToolUpdateCallback,
-) -> AgentToolResult:
-    return AgentToolResult(content=[TextContent(text="ok")])
-
-
-def make_tool(name: str) -> AgentTool:
-    return AgentTool(
-        name=name, label=name, description="d", parameters={"type": "object"}, execute=_execute
-    )
 
 
 def type_error(value: Any, where: str = "prompt()") -> str:
@@ -297,8 +280,9 @@ def test_tool_names_with_space_or_control_characters_are_refused(name: str) -> N
 
 @pytest.mark.parametrize("name", ["a/b", "名前", "x" * 65, "read.file"])
 def test_tool_names_some_providers_refuse_are_flagged(name: str) -> None:
+    execute = make_tool("ok").execute
     with pytest.warns(UserWarning) as record:
-        tool = make_tool(name)
+        tool = AgentTool(name=name, label=name, description="d", parameters={}, execute=execute)
     assert tool.name == name
     assert str(record[0].message) == (
         f"tool name {name!r} is refused by the OpenAI and Anthropic APIs, which accept 1 to "
@@ -317,7 +301,10 @@ def test_tool_fields_are_checked() -> None:
         make_tool(None)  # type: ignore[arg-type]
     assert str(info.value) == "AgentTool.name must be a str, got None"
     with pytest.raises(TypeError) as info:
-        AgentTool(name="t", label="t", description="d", parameters="{}", execute=_execute)  # type: ignore[arg-type]
+        bad: Any = "{}"
+        AgentTool(
+            name="t", label="t", description="d", parameters=bad, execute=make_tool("t").execute
+        )
     assert str(info.value) == "AgentTool.parameters must be a JSON Schema dict, got '{}'"
     with pytest.raises(TypeError) as info:
         AgentTool(name="t", label="t", description="d", parameters={}, execute=None)  # type: ignore[arg-type]

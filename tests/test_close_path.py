@@ -14,7 +14,7 @@ import attrs
 import pytest
 import trio
 import trio.testing
-from test_agent_trio import assert_every_tool_call_answered, calls, make_agent, make_tool
+from agent_helpers import assert_every_tool_call_answered, calls, make_agent, make_tool
 
 from trio_agent import (
     AgentEvent,

@@ -10,33 +10,15 @@ from typing import Any
 
 import attrs
 import pytest
+from agent_helpers import make_tool
 
 from trio_agent import (
-    AbortSignal,
     Agent,
     AgentInitialState,
-    AgentTool,
-    AgentToolResult,
-    AgentToolUpdateCallback,
     TextContent,
     UserMessage,
 )
 from trio_agent.testing import FauxProvider, faux_assistant_message
-
-
-async def _execute(
-    tool_call_id: str,
-    params: dict[str, Any],
-    signal: AbortSignal,
-    on_update: AgentToolUpdateCallback,
-) -> AgentToolResult:
-    return AgentToolResult(content=[TextContent(text="ok")])
-
-
-def make_tool(name: str) -> AgentTool:
-    return AgentTool(
-        name=name, label=name, description="d", parameters={"type": "object"}, execute=_execute
-    )
 
 
 def make_agent(**state: Any) -> Agent:

@@ -7,12 +7,24 @@ run's events are checked with :func:`trio_agent.testing.assert_event_grammar`.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any, Literal
 
 import attrs
 import pytest
 import trio
+from loop_helpers import (
+    NOOP,
+    STRING_VALUE,
+    RecordingStream,
+    Source,
+    make_tool,
+    message_text,
+    text_result,
+    tool_calls_reply,
+    tool_result_ids,
+    user,
+)
 
 import trio_agent._streaming
 from trio_agent import (
@@ -25,26 +37,20 @@ from trio_agent import (
     AgentRequestUpdate,
     AgentTool,
     AgentToolResult,
-    AgentToolUpdateCallback,
     AgentTurnContext,
     AgentTurnDecision,
     AssistantMessage,
-    AssistantMessageEvent,
     BeforeToolCallContext,
     BeforeToolCallResult,
-    LlmContext,
     Message,
-    Model,
     NothingToContinueError,
     PrepareRequestContext,
-    StreamOptions,
     SystemMessage,
     TextContent,
     ToolExecutionMode,
     ToolResultMessage,
     Usage,
     UserMessage,
-    content_text,
     set_default_stream_fn,
 )
 from trio_agent.loop import (
@@ -56,107 +62,11 @@ from trio_agent.loop import (
 )
 from trio_agent.testing import (
     EventRecorder,
-    FauxProvider,
     assert_event_grammar,
     assert_event_types,
     faux_assistant_message,
     faux_tool_call,
 )
-
-# ---------------------------------------------------------------------------------------
-# Shared helpers
-
-STRING_VALUE = {
-    "type": "object",
-    "properties": {"value": {"type": "string"}},
-    "required": ["value"],
-}
-
-
-def user(text: str) -> UserMessage:
-    return UserMessage(content=text, timestamp=1)
-
-
-def text_result(text: str, **fields: Any) -> AgentToolResult:
-    return AgentToolResult(content=[TextContent(text=text)], details={}, **fields)
-
-
-def make_tool(
-    name: str,
-    execute: Callable[[str, dict[str, Any], AbortSignal, AgentToolUpdateCallback], Awaitable[Any]],
-    *,
-    parameters: dict[str, Any] | None = None,
-    **fields: Any,
-) -> AgentTool:
-    return AgentTool(
-        name=name,
-        label=name.title(),
-        description=f"The {name} tool.",
-        parameters=parameters if parameters is not None else {"type": "object"},
-        execute=execute,
-        **fields,
-    )
-
-
-def message_text(message: Any) -> str:
-    """The text of a user/assistant/tool-result message ('' for others)."""
-    content = getattr(message, "content", "")
-    return content_text(content) if isinstance(content, str | list) else ""
-
-
-def tool_calls_reply(*calls: tuple[str, str, dict[str, Any]]) -> AssistantMessage:
-    """An assistant message asking for ``(id, name, arguments)`` calls."""
-    return faux_assistant_message(
-        [faux_tool_call(name, arguments, id=id) for id, name, arguments in calls],
-        stop_reason="toolUse",
-    )
-
-
-class RecordingStream:
-    """A faux provider whose stream function records every request."""
-
-    def __init__(self, responses: Sequence[AssistantMessage], **faux_options: Any) -> None:
-        self.faux = FauxProvider(responses, **faux_options)
-        self.models: list[Model] = []
-        self.contexts: list[LlmContext] = []
-        self.options: list[StreamOptions] = []
-
-    @property
-    def model(self) -> Model:
-        return self.faux.get_model()
-
-    @property
-    def calls(self) -> int:
-        return len(self.contexts)
-
-    def __call__(
-        self, model: Model, context: LlmContext, options: StreamOptions
-    ) -> AsyncIterator[AssistantMessageEvent]:
-        self.models.append(model)
-        self.contexts.append(context)
-        self.options.append(options)
-        return self.faux.stream_fn(model, context, options)
-
-    def request_texts(self, index: int) -> list[str]:
-        """The texts of the user messages of request ``index``."""
-        return [message_text(m) for m in self.contexts[index].messages if m.role == "user"]
-
-
-class Source:
-    """A steering or follow-up source: returns (and empties) its items, counts polls."""
-
-    def __init__(self, *items: AgentMessage) -> None:
-        self.items: list[AgentMessage] = list(items)
-        self.polls = 0
-
-    def __call__(self) -> list[AgentMessage]:
-        self.polls += 1
-        items, self.items = self.items, []
-        return items
-
-
-def tool_result_ids(messages: Sequence[Any]) -> list[str]:
-    return [m.tool_call_id for m in messages if isinstance(m, ToolResultMessage)]
 
 
 class Observer:
@@ -696,16 +606,6 @@ async def test_should_allow_parallel_execution_when_all_tools_have_execution_mod
     assert sorted(overlap.order[:2]) == ["fast:b start", "slow:a start"]
     assert overlap.order[2:] == ["fast:b end", "slow:a end"]
     assert_event_grammar(recorder.events)
-
-
-async def noop_execute(
-    call_id: str, params: dict[str, Any], signal: AbortSignal, on_update: Any
-) -> AgentToolResult:
-    await trio.lowlevel.checkpoint()
-    return text_result(f"ran {call_id}")
-
-
-NOOP = make_tool("noop", noop_execute)
 
 
 async def test_runs_finish_turn_after_tool_result_messages_and_before_turn_end() -> None:

@@ -13,7 +13,7 @@ from typing import Any, Literal
 import pytest
 import trio
 import trio.testing
-from test_loop import (
+from loop_helpers import (
     NOOP,
     STRING_VALUE,
     RecordingStream,

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
-from test_agent_trio import calls, make_agent, make_tool
+from agent_helpers import calls, make_agent, make_tool
 
 from trio_agent import (
     AgentEvent,

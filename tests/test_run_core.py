@@ -13,7 +13,7 @@ import attrs
 import pytest
 import trio
 import trio.testing
-from test_agent_trio import calls, make_agent, make_tool, without_updates
+from agent_helpers import calls, make_agent, make_tool, without_updates
 
 from trio_agent import (
     AbortSignal,

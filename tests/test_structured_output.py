@@ -11,7 +11,7 @@ import attrs
 import pytest
 import trio
 import trio.testing
-from test_agent_trio import make_agent
+from agent_helpers import make_agent
 
 from trio_agent import (
     AssistantMessage,
