@@ -25,7 +25,8 @@ import trio
 from trio_agent import Agent, AgentInitialState, LlmContext, Model, StreamOptions
 from trio_agent._demo import DEMO_SYSTEM_PROMPT, DEMO_TOOLS, demo_response
 from trio_agent.models import FauxProvider, FauxState, faux_thinking
-from trio_agent.web import serve
+from trio_agent.sessions import MemoryStore
+from trio_agent.web import StoreSessions, serve
 
 CHROMIUM = os.environ.get("TRIO_AGENT_CHROMIUM", "/usr/bin/chromium")
 
@@ -97,8 +98,11 @@ def _server(tokens_per_second: float) -> Iterator[str]:
     ready: queue.Queue[tuple[str, trio.lowlevel.TrioToken, trio.CancelScope]] = queue.Queue()
 
     async def main() -> None:
-        async with trio.open_nursery() as nursery:
-            urls = await nursery.start(partial(serve, _factory(tokens_per_second), port=0))
+        # The sessions live in a trio_agent.sessions store, as with ``serve --store``.
+        async with MemoryStore() as store, trio.open_nursery() as nursery:
+            urls = await nursery.start(
+                partial(serve, _factory(tokens_per_second), port=0, sessions=StoreSessions(store))
+            )
             ready.put((urls[0], trio.lowlevel.current_trio_token(), nursery.cancel_scope))
 
     thread = threading.Thread(target=trio.run, args=(main,), daemon=True)
@@ -195,7 +199,7 @@ def test_reload_resumes_the_session_and_the_session_list(tab: Page) -> None:
     _send(tab, "What is 2 + 3?")
     expect(tab.locator("#status")).to_have_text("idle", timeout=20_000)
     expect(tab.locator(".message.assistant").last).to_contain_text("2 + 3 = 5")
-    assert re.fullmatch(r"#s=[0-9a-f]+", tab.evaluate("location.hash"))
+    assert re.fullmatch(r"#s=[\w.-]+", tab.evaluate("location.hash"))
     first_session = tab.evaluate("location.hash")
 
     tab.reload()

@@ -26,6 +26,7 @@ from ._sessions import MemorySessions as MemorySessions
 from ._sessions import SessionInfo as SessionInfo
 from ._sessions import UnknownSessionError as UnknownSessionError
 from ._sessions import WebSessions as WebSessions
+from ._store import StoreSessions as StoreSessions
 from ._host import AgentFactory as AgentFactory
 from ._host import AgentHost as AgentHost
 from ._host import DisconnectPolicy as DisconnectPolicy

@@ -8,6 +8,8 @@ read-only helpers).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, get_args
@@ -24,6 +26,7 @@ from .._tools import AgentTool
 from ._app import create_app
 from ._host import AgentFactory, DisconnectPolicy, open_agent_host
 from ._sessions import WebSessions
+from ._store import StoreSessions
 
 __all__ = ["DEFAULT_PORT", "build_parser", "demo_factory", "main", "serve"]
 
@@ -147,6 +150,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})"
     )
     parser.add_argument(
+        "--store",
+        metavar="URL",
+        help="keep the sessions in a session store: jsonl:DIR, sqlite:PATH, postgresql://... "
+        "(default: in memory, lost on exit)",
+    )
+    parser.add_argument(
         "--on-disconnect",
         choices=get_args(DisconnectPolicy),
         default="abort",
@@ -226,19 +235,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(str(exc))
 
     async def run() -> None:
-        async def report(
-            task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
-        ) -> None:
-            await serve(
-                factory,
-                host=args.host,
-                port=args.port,
-                on_disconnect=args.on_disconnect,
-                task_status=task_status,
-            )
+        async with contextlib.AsyncExitStack() as stack:
+            sessions: WebSessions | None = None
+            if args.store is not None:
+                from ..sessions import open_store
 
-        async with trio.open_nursery() as nursery:
-            urls = await nursery.start(report)
+                try:
+                    store = await stack.enter_async_context(open_store(args.store))
+                except ValueError as exc:
+                    parser.error(str(exc))
+                sessions = StoreSessions(store)
+            nursery = await stack.enter_async_context(trio.open_nursery())
+            urls = await nursery.start(
+                functools.partial(
+                    serve,
+                    factory,
+                    host=args.host,
+                    port=args.port,
+                    sessions=sessions,
+                    on_disconnect=args.on_disconnect,
+                )
+            )
             for url in urls:
                 print(f"trio-agent serve: chat on {url}/ (Ctrl-C stops)", file=sys.stderr)
 
