@@ -13,8 +13,9 @@ async def test_maybe_await_awaits_only_awaitables() -> None:
     async def later() -> int:
         return 2
 
-    assert await maybe_await(1) == 1
-    assert await maybe_await(later()) == 2
+    plain: int = await maybe_await(1)
+    awaited: int = await maybe_await(later())
+    assert (plain, awaited) == (1, 2)
 
 
 @pytest.mark.parametrize(
