@@ -618,10 +618,11 @@ def _file_details(
         if not isinstance(message, AssistantMessage):
             continue
         for block in message.content:
-            path = block.arguments.get("path") if isinstance(block, ToolCall) else None
+            if not isinstance(block, ToolCall):
+                continue
+            path = block.arguments.get("path")
             if not isinstance(path, str) or not path:
                 continue
-            assert isinstance(block, ToolCall)
             if block.name == "read":
                 read.add(path)
             elif block.name in ("write", "edit"):
@@ -641,13 +642,14 @@ def _file_lists_text(details: CompactionDetails) -> str:
 
 
 class _SummaryFailed(Exception):
-    def __init__(self, message: str, *, aborted: bool = False, usage: Usage | None = None):
+    """A summary request that gave no usable summary (turned into a CompactionFailure)."""
+
+    def __init__(self, message: str, *, aborted: bool = False):
         super().__init__(message)
         self.aborted = aborted
-        self.usage = usage
 
 
-async def _events_of(
+async def _final_message(
     stream_fn: StreamFn, model: Model, context: LlmContext, options: StreamOptions
 ) -> AssistantMessage | None:
     events: AsyncIterator[Any] = await iterate_stream(stream_fn, model, context, options)
@@ -674,13 +676,13 @@ async def _request_summary(
         ]
     )
     try:
-        response = await _events_of(stream_fn, model, context, options)
+        response = await _final_message(stream_fn, model, context, options)
     except Exception as exc:  # a stream function must not raise; report it in-band anyway
         raise _SummaryFailed(f"{label} failed: {exc or type(exc).__name__}") from exc
     if response is None:
         raise _SummaryFailed(f"{label} failed: the stream ended without a terminal event")
     if response.stop_reason == "aborted":
-        raise _SummaryFailed("Compaction cancelled", aborted=True, usage=response.usage)
+        raise _SummaryFailed("Compaction cancelled", aborted=True)
     if response.stop_reason == "error":
         raise _SummaryFailed(f"{label} failed: {response.error_message or 'Unknown error'}")
     if response.stop_reason == "length":
