@@ -190,3 +190,37 @@ async def test_model_and_thinking_changes_are_entries() -> None:
         agent2 = make_agent(FauxProvider([]), [])
         async with store2.open_for_writing("s") as session, attach_agent(agent2, session):
             assert agent2.state.thinking_level == "high"
+
+
+async def test_a_failed_run_is_committed_and_the_next_prompt_works() -> None:
+    faux = FauxProvider(
+        [
+            faux_assistant_message([faux_tool_call("look", {}, id="c1")], stop_reason="toolUse"),
+            faux_assistant_message("fine now"),
+        ]
+    )
+    agent = make_agent(faux, [make_tool("look")])
+
+    broken = [True]
+
+    def listener(event: Any) -> None:
+        if event.type == "tool_execution_end" and broken[0]:
+            raise RuntimeError("listener broke")
+
+    async with open_store("memory:") as store:
+        await store.create(session_id="s")
+        async with store.open_for_writing("s") as session, attach_agent(agent, session):
+            agent.subscribe(listener)
+            await agent.prompt("go")
+            stored = await store.open("s")
+            assert wire(stored.messages()) == wire(agent.state.messages)
+            failure = stored.messages()[-1]
+            assert isinstance(failure, AssistantMessage) and failure.stop_reason == "error"
+            assert failure.error_message == "listener broke"
+            finished = stored.entries[-1]
+            assert isinstance(finished, RunFinishedEntry) and finished.outcome == "failed"
+            broken[0] = False
+            await agent.prompt("again")
+        stored = await store.open("s")
+        assert wire(stored.messages()) == wire(agent.state.messages)
+        assert content_text(stored.messages()[-1].content) == "fine now"  # type: ignore[union-attr]
