@@ -3,8 +3,10 @@ tracker and compact_if_needed (pi-coding-agent 1.6.0 ``core/compaction``; issue 
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 import attrs
@@ -697,3 +699,29 @@ async def test_compact_after_overflow_compacts_once_for_a_failed_request() -> No
         )
         assert outcome is None
     assert provider.state.call_count == 1
+
+
+_TABLE = json.loads((Path(__file__).parent / "context" / "overflow_table.json").read_text("utf-8"))
+_FAILED_REQUESTS = [
+    case for case in _TABLE["overflow"] if case["stopReason"] == "error" and "errorMessage" in case
+]
+
+
+@pytest.mark.parametrize("case", _FAILED_REQUESTS, ids=lambda case: repr(case)[:80])
+async def test_every_overflow_wording_compacts_once(case: dict[str, Any]) -> None:
+    provider, model = faux(faux_assistant_message([faux_text("S")]))
+    failed = attrs.evolve(
+        reply(timestamp=9),
+        provider=case["provider"],
+        stop_reason="error",
+        error_message=case["errorMessage"],
+    )
+    outcome = await compact_after_overflow(
+        ContextTracker(), long_transcript(), failed, model, provider.stream_fn
+    )
+    if case["expected"]:
+        assert isinstance(outcome, CompactionResult)
+        assert provider.state.call_count == 1
+    else:
+        assert outcome is None
+        assert provider.state.call_count == 0
