@@ -1,4 +1,5 @@
-"""The sqlite: store under contention: other processes, a held lock."""
+"""Stores under contention: eight processes on one SQLite file (and on one JSONL directory,
+whose flock must keep them apart the same way), and a lock held past the busy timeout."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 import trio
 
 from trio_agent import UserMessage
@@ -18,8 +20,9 @@ from . import _sqlite_writer as writer
 WRITERS = 8
 
 
-async def test_eight_processes_write_one_file(tmp_path: Path) -> None:
-    url = f"sqlite:{tmp_path / 'shared.db'}"
+@pytest.mark.parametrize("kind", ["sqlite", "jsonl"])
+async def test_eight_processes_write_one_store(tmp_path: Path, kind: str) -> None:
+    url = f"sqlite:{tmp_path / 'shared.db'}" if kind == "sqlite" else f"jsonl:{tmp_path}"
     async with open_store(url) as store:
         await store.create(session_id="shared")
         await store.create(session_id="contended")
