@@ -29,6 +29,7 @@ from ._entries import (
     ThinkingLevelChangeEntry,
     ToolStartedEntry,
 )
+from ._inbox import queued_entry_id
 from ._session import Session
 
 if TYPE_CHECKING:
@@ -67,7 +68,9 @@ class _Recorder:
             if isinstance(message, AssistantMessage):
                 # The model of the message is the model of the branch from now on.
                 self.model = (message.provider, message.model)
-            await session.append([*self._changes(), MessageEntry(message=message)])
+            # A message an inbox delivered keeps its queue id (see _inbox.py).
+            entry = MessageEntry(id=queued_entry_id(session, message), message=message)
+            await session.append([*self._changes(), entry])
         elif kind == "tool_execution_start":
             replay = next(
                 (tool.replay for tool in self.agent.state.tools if tool.name == event.tool_name),

@@ -6,6 +6,7 @@ import contextlib
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+from . import _postgres
 from ._store import MemoryStore, SessionStore
 
 __all__ = ["STORE_FACTORIES", "open_store"]
@@ -37,6 +38,7 @@ STORE_FACTORIES: dict[str, Callable[[str, dict[str, Any]], SessionStore]] = {
     "memory": _memory,
     "jsonl": _jsonl,
     "sqlite": _sqlite,
+    **dict.fromkeys(("postgresql", "postgres"), _postgres.store_from_url),
 }
 """URL scheme -> ``factory(rest_of_url, options)`` returning a store. A backend adds one
 line here (the PostgreSQL one: ``"postgresql"`` and ``"postgres"``; a URL whose rest starts

@@ -9,6 +9,7 @@ import secrets
 import socket
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -31,7 +32,10 @@ from ._memory import MemoryBackend
 from ._session import Session
 
 if TYPE_CHECKING:
+    from .._agent import Agent
+    from .._messages import AgentMessage
     from .._tools import AgentTool
+    from ._inbox import Inbox
 
 __all__ = ["DEFAULT_LEASE_SECONDS", "MemoryStore", "SessionStore", "default_holder"]
 
@@ -293,6 +297,52 @@ class SessionStore:
             encode_header(header), [encode_entry(entry) for entry in entries]
         )
         return self._session(header, entries)
+
+    # --- queued messages (implemented in _inbox.py) ----------------------------------------
+
+    async def steer(self, session_id: str, message: AgentMessage) -> str:
+        """Queue a steering message for the session's owner, from any process.
+
+        The worker that owns the session (its :meth:`open_for_writing` block) receives it
+        through :meth:`open_inbox` and gives it to ``agent.steer()``; it is committed once,
+        as an entry whose id is the returned queue id, when the agent delivers it.
+        PostgreSQL wakes the owner at once (``NOTIFY``); other stores are polled.
+
+        Raises:
+            SessionNotFoundError: no session has the id.
+            SessionStoreError: the storage failed, or this store cannot queue messages.
+        """
+        from ._inbox import enqueue
+
+        return await enqueue(self, session_id, "steer", message)
+
+    async def follow_up(self, session_id: str, message: AgentMessage) -> str:
+        """Queue a follow-up message for the session's owner (``agent.follow_up()``);
+        otherwise as :meth:`steer`."""
+        from ._inbox import enqueue
+
+        return await enqueue(self, session_id, "follow_up", message)
+
+    def open_inbox(self, session: Session, agent: Agent) -> AbstractAsyncContextManager[Inbox]:
+        """Hand the messages queued for ``session`` to ``agent`` while the block runs.
+
+        ``async with store.open_inbox(session, agent) as inbox:`` with a session from
+        :meth:`open_for_writing` and attached to the agent (:func:`attach_agent`). The
+        block owns one task: it takes what is queued (claim checked), gives each message
+        to ``agent.steer()`` / ``agent.follow_up()``, and waits for more (PostgreSQL
+        ``LISTEN`` on a connection of its own; other stores poll). A message given to the
+        agent counts as delivered once its entry is committed; one that never was (the
+        process died) goes to the session's next owner. ``await inbox.wait_queued()``
+        returns when the agent has queued messages: an idle agent then needs
+        ``agent.continue_()``.
+
+        Raises:
+            SessionError: the session was not opened for writing.
+            SessionClaimLostError: the claim was lost while the block ran.
+        """
+        from ._inbox import open_inbox
+
+        return open_inbox(self, session, agent)
 
 
 def _new_id() -> str:

@@ -1,0 +1,139 @@
+"""The PostgreSQL store against a real server (``TRIO_AGENT_TEST_POSTGRES_URL``)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from trio_agent import UserMessage
+from trio_agent.sessions import (
+    CONFORMANCE_CHECKS,
+    DuplicateEntryError,
+    MessageEntry,
+    SessionStore,
+    SessionStoreError,
+    StoreFactory,
+    open_store,
+)
+from trio_agent.sessions._postgres import PostgresBackend, PostgresStore
+
+from ._postgres_support import new_schema_name, postgres_url, throwaway_schemas
+
+
+@pytest.fixture
+def url() -> str:
+    return postgres_url()
+
+
+@pytest.fixture
+def schemas(url: str) -> Iterator[list[str]]:
+    with throwaway_schemas(url) as names:
+        yield names
+
+
+@pytest.fixture
+def pg_factory(url: str, schemas: list[str]) -> StoreFactory:
+    @contextlib.asynccontextmanager
+    async def factory(**options: Any) -> AsyncIterator[SessionStore]:
+        schema = new_schema_name()
+        schemas.append(schema)
+        async with open_store(url, schema=schema, **options) as store:
+            yield store
+
+    return factory
+
+
+def user(text: str) -> UserMessage:
+    return UserMessage(content=text, timestamp=1_700_000_000_000)
+
+
+@pytest.mark.parametrize("check", CONFORMANCE_CHECKS.values(), ids=list(CONFORMANCE_CHECKS))
+async def test_conformance(
+    check: Callable[[StoreFactory], Awaitable[None]],
+    pg_factory: StoreFactory,
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    # Not 0: the clock must not jump while a renewal is in a backend's thread.
+    mock_clock.autojump_threshold = 0.02
+    await check(pg_factory)
+
+
+async def test_both_schemes_open_a_postgres_store(url: str, schemas: list[str]) -> None:
+    for scheme_url in (url, url.replace("postgresql://", "postgres://", 1)):
+        schemas.append(schema := new_schema_name())
+        async with open_store(scheme_url, schema=schema) as store:
+            assert isinstance(store, PostgresStore)
+            await store.create(session_id="s")
+            assert [h.id for h in await store.list()] == ["s"]
+
+
+async def test_the_schema_is_created_once_and_versioned(url: str, schemas: list[str]) -> None:
+    import psycopg
+
+    schemas.append(schema := new_schema_name())
+
+    async def open_one() -> None:
+        async with open_store(url, schema=schema) as store:
+            await store.list()
+
+    # Processes starting together: the advisory lock makes creating the tables safe.
+    async with trio.open_nursery() as nursery:
+        for _ in range(4):
+            nursery.start_soon(open_one)
+    with psycopg.connect(url, autocommit=True) as connection:
+        rows = connection.execute(f'SELECT version FROM "{schema}".trio_agent_schema').fetchall()
+        assert rows == [(1,)]
+        connection.execute(f'UPDATE "{schema}".trio_agent_schema SET version = 99')
+    with pytest.raises(SessionStoreError, match="schema version 99"):
+        async with open_store(url, schema=schema) as store:
+            await store.list()
+
+
+async def test_duplicate_id_changes_nothing_in_the_database(
+    pg_factory: StoreFactory,
+) -> None:
+    async with pg_factory() as store:
+        session = await store.create(session_id="dup")
+        (first,) = await session.append_messages([user("one")])
+        with pytest.raises(DuplicateEntryError):
+            await session.append(
+                [
+                    MessageEntry(id="fresh001", message=user("a")),
+                    MessageEntry(id=first.id, message=user("b")),
+                ]
+            )
+        stored = await store.open("dup")
+        assert [e.id for e in stored.entries] == [first.id]
+        # The next append continues the sequence with no gap or clash.
+        await session.append_message(user("two"))
+        stored = await store.open("dup")
+        assert [m.content for m in stored.messages()] == ["one", "two"]
+
+
+async def test_a_bad_url_is_a_session_store_error(schemas: list[str]) -> None:
+    bad = "postgresql://nobody:wrong@127.0.0.1:1/none"
+    with pytest.raises(SessionStoreError, match="cannot connect") as caught:
+        async with open_store(bad, connect_timeout=1) as store:
+            await store.list()
+    assert caught.value.__cause__ is not None
+    assert "wrong" not in str(caught.value)
+
+
+def test_the_backend_needs_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_psycopg(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name.split(".")[0] in ("psycopg", "psycopg_pool"):
+            raise ImportError(f"No module named {name!r}")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_psycopg)
+    with pytest.raises(ImportError, match=r"trio-agent\[postgres\]"):
+        PostgresBackend("postgresql://x@localhost/y")
