@@ -124,3 +124,17 @@ async def test_sessions_are_found_by_header_when_renamed(tmp_path: Path) -> None
     path.rename(tmp_path / "renamed.jsonl")
     session = await JsonlStore(tmp_path).open("s1")
     assert len(session.entries) == 2
+
+
+async def test_an_id_from_a_header_never_names_a_path(tmp_path: Path) -> None:
+    store_dir = tmp_path / "store"
+    path = await _session_file(store_dir)
+    text = path.read_text().replace('"id":"s1"', '"id":"../../escape"', 1)
+    (store_dir / "odd.jsonl").write_text(text)
+    path.unlink()
+    store = JsonlStore(store_dir)
+    session = await store.open("../../escape")
+    await session.append_messages([user("three")])
+    async with store.open_for_writing("../../escape") as writer:
+        assert len(writer.entries) == 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["store"]  # noqa: ASYNC240

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -56,6 +57,14 @@ from ._store import SessionStore
 __all__ = ["JsonlBackend", "JsonlStore"]
 
 _SAFE_ID = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
+
+
+def _file_name(session_id: str) -> str:
+    """The session id as part of a file name: as is when it is a safe name (pi's rule, and
+    ``create()``'s), else a digest, so an id read from a header never names a path."""
+    if _SAFE_ID.fullmatch(session_id):
+        return session_id
+    return "id-" + hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def _store_error(action: str, path: Path, exc: OSError) -> SessionStoreError:
@@ -116,7 +125,7 @@ class JsonlBackend(SessionBackend):
     @contextlib.contextmanager
     def _locked(self, name: str) -> Iterator[None]:
         self._ensure_directory()
-        path = self.directory / f".{name}.lock"
+        path = self.directory / f".{_file_name(name)}.lock"
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
@@ -169,7 +178,7 @@ class JsonlBackend(SessionBackend):
         return None
 
     def _claim_path(self, session_id: str) -> Path:
-        return self.directory / f".{session_id}.claim"
+        return self.directory / f".{_file_name(session_id)}.claim"
 
     def _read_claim(self, session_id: str) -> Claim | None:
         try:
@@ -242,7 +251,7 @@ class JsonlBackend(SessionBackend):
                 raise SessionExistsError(session_id)
             stamp = str(header.get("timestamp", "")).replace(":", "-").replace(".", "-")
             path = self.directory / f"{stamp}_{session_id}.jsonl"
-            tmp = self.directory / f".{session_id}.jsonl.tmp"
+            tmp = self.directory / f".{_file_name(session_id)}.jsonl.tmp"
             try:
                 tmp.write_bytes(text)
                 os.link(tmp, path)
