@@ -15,9 +15,9 @@ import attrs
 import httpx
 
 from .._redaction import (
-    _CREDENTIAL_HEADER,  # the credential-header rule of reprs, reused as is
     _CREDENTIAL_NAMES,  # the credential-name rule of query strings, reused for JSON keys
     REDACTED,
+    is_credential_header,
     looks_like_secret,
     redact,
     redact_url,
@@ -134,7 +134,7 @@ def _header_pairs(headers: httpx.Headers) -> list[tuple[str, str]]:
 def _header_secrets(headers: Iterable[tuple[str, str]]) -> list[str]:
     found = []
     for name, value in headers:
-        if _CREDENTIAL_HEADER.search(name) and value:
+        if is_credential_header(name) and value:
             found.append(value)
             scheme, _, token = value.partition(" ")
             if token and scheme.lower() in ("bearer", "basic", "token"):
@@ -152,7 +152,7 @@ def _redact_headers(
     headers: Iterable[tuple[str, str]], secrets: Sequence[str]
 ) -> tuple[tuple[str, str], ...]:
     return tuple(
-        (name, REDACTED if _CREDENTIAL_HEADER.search(name) else redact(value, *secrets))
+        (name, REDACTED if is_credential_header(name) else redact(value, *secrets))
         for name, value in headers
     )
 
