@@ -147,7 +147,7 @@ def _banner(agent: Agent, demo: bool) -> str:
     return (
         f"{PROG} {__version__} · {what}\n"
         "Enter sends, a trailing \\ continues the line, /help lists the commands;\n"
-        "Ctrl-C aborts a run or clears the line; on an empty line it, Ctrl-D or /quit exits."
+        "Ctrl-C aborts a run or clears the line; on an empty line Ctrl-C, Ctrl-D or /quit exits."
     )
 
 
