@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
@@ -137,3 +138,88 @@ def test_the_backend_needs_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(builtins, "__import__", no_psycopg)
     with pytest.raises(ImportError, match=r"trio-agent\[postgres\]"):
         PostgresBackend("postgresql://x@localhost/y")
+
+
+# --- cancellation and lost connections ------------------------------------------------------
+
+
+@contextlib.contextmanager
+def row_locked(url: str, schema: str, session_id: str) -> Iterator[Any]:
+    """Another connection holds the session's row lock: appends and claims wait for it."""
+    import psycopg
+
+    with psycopg.connect(url) as connection:
+        connection.execute(
+            f'SELECT 1 FROM "{schema}".sessions WHERE id = %s FOR UPDATE', (session_id,)
+        )
+        yield connection
+        connection.rollback()
+
+
+def waiting_queries(url: str, schema: str) -> list[tuple[int, str]]:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as connection:
+        rows = connection.execute(
+            "SELECT pid, query FROM pg_stat_activity "
+            "WHERE state = 'active' AND query LIKE %s AND pid <> pg_backend_pid()",
+            (f'%"{schema}".sessions%FOR UPDATE OF s%',),
+        ).fetchall()
+        return [(int(pid), str(query)) for pid, query in rows]
+
+
+async def test_a_cancelled_query_is_cancelled_on_the_server_and_the_pool_stays_healthy(
+    url: str, schemas: list[str]
+) -> None:
+    schemas.append(schema := new_schema_name())
+    async with open_store(url, schema=schema, max_size=2) as store:
+        session = await store.create(session_id="slow")
+        await session.append_message(user("before"))
+        for _ in range(5):  # more times than the pool has connections
+            with row_locked(url, schema, "slow"):
+                start = trio.current_time()
+                with trio.move_on_after(0.2) as scope:
+                    await session.append_message(user("never"))
+                assert scope.cancelled_caught
+                # Not abandoned: the call returned once the server had cancelled it.
+                assert trio.current_time() - start < 3.0
+                assert await trio.to_thread.run_sync(waiting_queries, url, schema) == []
+            stored = await store.open("slow")
+            assert [m.content for m in stored.messages()] == ["before"]
+        # Every connection went back clean: a batch commits on each of them.
+        async with trio.open_nursery() as nursery:
+            for n in range(4):
+                nursery.start_soon(functools.partial(store.create, session_id=f"after-{n}"))
+        await session.append_message(user("after"))
+        stored = await store.open("slow")
+        assert [m.content for m in stored.messages()] == ["before", "after"]
+
+
+async def test_a_lost_connection_is_a_store_error_with_its_cause_and_no_half_batch(
+    url: str, schemas: list[str]
+) -> None:
+    import psycopg
+
+    schemas.append(schema := new_schema_name())
+    async with open_store(url, schema=schema, max_size=2) as store:
+        session = await store.create(session_id="lost")
+        await session.append_message(user("kept"))
+        with row_locked(url, schema, "lost") as locker:
+            async with trio.open_nursery() as nursery:
+
+                async def kill_the_waiting_connection() -> None:
+                    while not (waiting := await trio.to_thread.run_sync(waiting_queries, url, schema)):
+                        await trio.sleep(0.01)
+                    ((pid, _),) = waiting
+                    locker.execute("SELECT pg_terminate_backend(%s)", (pid,))
+
+                nursery.start_soon(kill_the_waiting_connection)
+                with pytest.raises(SessionStoreError) as caught:
+                    await session.append_messages([user("a"), user("b")])
+        assert isinstance(caught.value.__cause__, psycopg.OperationalError)
+        stored = await store.open("lost")
+        assert [m.content for m in stored.messages()] == ["kept"]
+        # The pool replaced the broken connection.
+        await session.append_messages([user("a"), user("b")])
+        stored = await store.open("lost")
+        assert [m.content for m in stored.messages()] == ["kept", "a", "b"]
