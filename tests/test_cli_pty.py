@@ -164,9 +164,21 @@ def test_ctrl_c_clears_a_half_typed_line_and_exits_on_an_empty_one(tmp_path: Pat
     child.expect_exact(PROMPT)
     child.send("two Ctrl-C")
     child.expect_exact("Ctrl-C")
-    child.send(CTRL_C)  # the first clears the line
+    child.send(CTRL_C)  # the first clears the line (a second would exit)
     child.expect_exact("^C\r\n" + PROMPT)
-    child.send(CTRL_C)  # the second, on the empty line, exits
+    # In a continued entry, Ctrl-C drops the whole entry and shows the entry prompt.
+    child.send("dropped \\\r")
+    child.expect_exact("... ")
+    child.send("also dropped")
+    child.expect_exact("dropped")
+    child.send(CTRL_C)
+    child.expect_exact("^C\r\n" + PROMPT)
+    child.send("kept \\\r")
+    child.expect_exact("... ")
+    child.send("too\r")
+    child.expect_exact('You said: "kept too".')
+    child.expect_exact(PROMPT)
+    child.send(CTRL_C)  # on the empty line: exits
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 130

@@ -61,8 +61,14 @@ class ChatInput(Protocol):
         ...
 
     def interrupt(self) -> bool:
-        """Ctrl-C while no run is going: clear a half-typed line at the prompt and return
-        ``True``; return ``False`` when there is none (the program then ends)."""
+        """Ctrl-C while no run is going: clear a half-typed line at the prompt (or drop
+        the entry being continued) and return ``True``; return ``False`` when there is
+        none (the program then ends)."""
+        ...
+
+    def entry_dropped(self) -> bool:
+        """Whether Ctrl-C dropped the entry during the last continuation read: the line
+        it returned starts a new entry."""
         ...
 
 
@@ -97,6 +103,10 @@ class ChannelInput:
 
     def interrupt(self) -> bool:
         """No line is being typed."""
+        return False
+
+    def entry_dropped(self) -> bool:
+        """Never."""
         return False
 
 
@@ -194,6 +204,9 @@ class TerminalInput:
         self._readline: Any = None
         self._library: ctypes.CDLL | None = None  # the C library, to clear its line
         self._at_prompt = False  # a readline read is in progress
+        self._continuation = False  # ... of a continued entry (lines before it pending)
+        self._entry_prompt = ""  # the prompt of an entry's first line
+        self._dropped = False
         try:
             import readline
         except ImportError:  # pragma: no cover - no readline on this platform
@@ -219,7 +232,9 @@ class TerminalInput:
         if self._pending_lines:  # typed (with Enter) just before the run ended
             return self._pending_lines.pop(0)
         prefill = self.typeahead.take()
-        self._at_prompt = True
+        if not continuation:
+            self._entry_prompt = prompt
+        self._at_prompt, self._continuation, self._dropped = True, continuation, False
         try:
             return await trio.to_thread.run_sync(
                 self._read_blocking, prompt, prefill, abandon_on_cancel=True
@@ -228,7 +243,8 @@ class TerminalInput:
             self._at_prompt = False
 
     def interrupt(self) -> bool:
-        """Ctrl-C at the prompt: clear a half-typed line, as bash and the Python REPL do.
+        """Ctrl-C at the prompt: clear a half-typed line, as bash and the Python REPL do;
+        at a continuation prompt, drop the whole entry and show the entry prompt again.
 
         The line belongs to ``readline`` in the reading thread, blocked waiting for a key:
         it is cleared through the C library (GNU readline's ``rl_replace_line``) and the
@@ -238,15 +254,22 @@ class TerminalInput:
         readline, library = self._readline, self._library
         if not self._at_prompt or readline is None or library is None:
             return False
-        if not readline.get_line_buffer():
+        if not readline.get_line_buffer() and not self._continuation:
             return False
         library.rl_replace_line(b"", 1)
         ctypes.c_int.in_dll(library, "rl_point").value = 0
         library.using_history()  # Up starts again from the newest entry
+        if self._continuation:  # the line read next starts a new entry
+            self._continuation, self._dropped = False, True
+            library.rl_set_prompt(self._entry_prompt.encode())
         self._write("^C\n")
         library.rl_on_new_line()
         library.rl_redisplay()
         return True
+
+    def entry_dropped(self) -> bool:
+        """Whether Ctrl-C dropped the continued entry during the last read."""
+        return self._dropped
 
     def _read_blocking(self, prompt: str, prefill: str) -> str | None:
         readline = self._readline
@@ -326,7 +349,13 @@ class TerminalInput:
             self.stdout.flush()
 
 
-_LINE_CLEARING = ("rl_replace_line", "rl_on_new_line", "rl_redisplay", "using_history")
+_LINE_CLEARING = (
+    "rl_replace_line",
+    "rl_on_new_line",
+    "rl_redisplay",
+    "rl_set_prompt",
+    "using_history",
+)
 
 
 def _line_clearing_library(readline: Any) -> ctypes.CDLL | None:
@@ -342,6 +371,7 @@ def _line_clearing_library(readline: Any) -> ctypes.CDLL | None:
     if not all(hasattr(library, name) for name in _LINE_CLEARING):
         return None
     library.rl_replace_line.argtypes = [ctypes.c_char_p, ctypes.c_int]
+    library.rl_set_prompt.argtypes = [ctypes.c_char_p]
     return library
 
 

@@ -310,7 +310,10 @@ class Program:
                 more = await input.read(self._prompt(continuation=True), continuation=True)
                 if more is None:
                     break
-                lines.append(more)
+                if input.entry_dropped():  # Ctrl-C: the lines so far are gone
+                    lines = [more]
+                else:
+                    lines.append(more)
             entry = _tidy(join_continued(lines))
             if entry:
                 return entry
