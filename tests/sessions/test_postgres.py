@@ -208,7 +208,9 @@ async def test_a_lost_connection_is_a_store_error_with_its_cause_and_no_half_bat
             async with trio.open_nursery() as nursery:
 
                 async def kill_the_waiting_connection() -> None:
-                    while not (waiting := await trio.to_thread.run_sync(waiting_queries, url, schema)):
+                    while not (
+                        waiting := await trio.to_thread.run_sync(waiting_queries, url, schema)
+                    ):
                         await trio.sleep(0.01)
                     ((pid, _),) = waiting
                     locker.execute("SELECT pg_terminate_backend(%s)", (pid,))

@@ -177,3 +177,39 @@ async def test_misuse(url: str, schema: str) -> None:
         with pytest.raises(SessionError, match="not opened for writing"):
             async with store.open_inbox(session, make_agent(FauxProvider([]))):
                 pass
+
+
+async def test_many_inboxes_share_one_listening_connection(url: str, schema: str) -> None:
+    import psycopg
+
+    count = 30
+    async with pg(url, schema, max_size=4) as store, pg(url, schema) as sender:
+        delivered: dict[str, int] = {}
+        async with trio.open_nursery() as nursery:
+
+            async def own(session_id: str, task_status: Any) -> None:
+                faux = FauxProvider([faux_assistant_message("hello"), faux_assistant_message("ok")])
+                agent = make_agent(faux)
+                await store.create(session_id=session_id)
+                async with store.open_for_writing(session_id) as session:
+                    async with attach_agent(agent, session):
+                        await agent.prompt("hi")
+                        async with store.open_inbox(session, agent) as inbox:
+                            task_status.started()
+                            await inbox.wait_queued()
+                            await agent.continue_()
+                            delivered[session_id] = inbox.delivered
+
+            for n in range(count):
+                await nursery.start(own, f"s{n}")
+            with psycopg.connect(url, autocommit=True) as connection:
+                (listening,) = connection.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN%%'"
+                ).fetchone() or (0,)
+            assert listening == 1
+            for n in reversed(range(count)):
+                await sender.steer(f"s{n}", user(f"to {n}"))
+        assert delivered == {f"s{n}": 1 for n in range(count)}
+        for n in range(count):
+            stored = await store.open(f"s{n}")
+            assert texts(stored.messages()) == ["hi", f"to {n}"]

@@ -32,14 +32,14 @@ next call. A connection lost during ``COMMIT`` leaves the batch committed whole 
 at all; the caller cannot tell which, and a retry of the same entries then either
 succeeds or is refused as :class:`DuplicateEntryError`.
 
-Queued messages. ``enqueue_message`` inserts a row and sends ``NOTIFY`` on the session's
-channel in the same transaction (delivered on commit); the owner's inbox holds a
-dedicated connection that ``LISTEN``\\s on it (see :mod:`trio_agent.sessions._inbox`).
+Queued messages. ``enqueue_message`` inserts a row and sends ``NOTIFY`` with the session
+id on the schema's channel in the same transaction (delivered on commit). The store's
+inboxes share one connection that ``LISTEN``\\s on it (see :class:`_Notifications` and
+:mod:`trio_agent.sessions._inbox`).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import re
@@ -47,6 +47,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
+import attrs
 import outcome
 import trio
 
@@ -132,11 +133,10 @@ CREATE TABLE IF NOT EXISTS {schema}.queued (
 """
 
 
-def channel_name(schema: str, session_id: str) -> str:
-    """The ``NOTIFY`` channel of a session's queued messages (an identifier of at most 63
-    bytes whatever the session id's length)."""
-    digest = hashlib.blake2b(f"{schema}\0{session_id}".encode(), digest_size=16).hexdigest()
-    return f"trio_agent_q_{digest}"
+def channel_name(schema: str) -> str:
+    """The ``NOTIFY`` channel of a schema's queued messages (the payload is the session
+    id)."""
+    return f"trio_agent_queued_{schema}".lower()[:63]
 
 
 class _Call:
@@ -200,6 +200,7 @@ class PostgresBackend(SessionBackend, QueueBackend):
         self._opened = False
         self._closed = False
         self._open_lock = trio.Lock()
+        self._notifications = _Notifications(self)
 
     def __repr__(self) -> str:
         return f"<PostgresBackend {self.where}>"
@@ -492,7 +493,7 @@ class PostgresBackend(SessionBackend, QueueBackend):
 
     async def enqueue_message(self, session_id: str, item: JsonObject) -> None:
         text = _dumps(item)
-        channel = channel_name(self.schema, session_id)
+        channel = channel_name(self.schema)
 
         def body(db: Any) -> None:
             row = db.execute(
@@ -532,21 +533,34 @@ class PostgresBackend(SessionBackend, QueueBackend):
         return [json.loads(text) for text in await self._run(body)]
 
     def queue_listener(self, session_id: str) -> QueueListener:
-        return _PostgresListener(self, session_id)
+        return _PostgresListener(self._notifications, session_id)
 
 
-class _PostgresListener(QueueListener):
-    """A dedicated connection that ``LISTEN``\\s on one session's channel.
+@attrs.define(eq=False)
+class _Waiter:
+    notified: bool = False
+    event: trio.Event = attrs.Factory(trio.Event)
 
-    Waiting is Trio's own ``wait_readable`` on the connection's socket, so cancelling a
-    wait needs nothing from the server; the notifications are then read without
-    blocking.
+
+class _Notifications:
+    r"""The store's one listening connection, shared by all its inboxes.
+
+    One connection per store, whatever the number of sessions it owns (PostgreSQL allows
+    about a hundred connections by default): it ``LISTEN``\s on the schema's channel,
+    whose payloads are session ids. There is no task of its own: whichever inbox is
+    waiting reads the socket for all of them (Trio's ``wait_readable``, so a cancelled
+    wait needs nothing from the server), wakes the inboxes whose session was notified,
+    and when it stops reading (its own session was notified, or it was cancelled) wakes
+    the others so that one of them reads next.
     """
 
-    def __init__(self, backend: PostgresBackend, session_id: str) -> None:
+    def __init__(self, backend: PostgresBackend) -> None:
         self._backend = backend
-        self._session_id = session_id
+        self._lock = trio.Lock()
+        self._users = 0
         self._connection: psycopg.Connection[Any] | None = None
+        self._waiters: dict[str, set[_Waiter]] = {}
+        self._reading = False
 
     def _connect(self) -> psycopg.Connection[Any]:
         backend = self._backend
@@ -554,51 +568,93 @@ class _PostgresListener(QueueListener):
             backend.url, autocommit=True, connect_timeout=backend._connect_seconds
         )
         try:
-            channel = channel_name(backend.schema, self._session_id)
-            connection.execute(f'LISTEN "{channel}"')
+            connection.execute(f'LISTEN "{channel_name(backend.schema)}"')
         except BaseException:
             connection.close()
             raise
         return connection
 
-    async def __aenter__(self) -> QueueListener:
+    async def acquire(self) -> None:
+        async with self._lock:
+            if self._connection is None or self._connection.closed:
+                try:
+                    self._connection = await trio.to_thread.run_sync(self._connect)
+                except self._backend._psycopg.Error as exc:
+                    raise self._backend._failure("listen on", exc) from exc
+            self._users += 1
+
+    async def release(self) -> None:
+        with trio.CancelScope(shield=True):
+            async with self._lock:
+                self._users -= 1
+                if self._users == 0 and self._connection is not None:
+                    connection, self._connection = self._connection, None
+                    await trio.to_thread.run_sync(connection.close)
+
+    def _dispatch(self, pgconn: Any) -> None:
+        while (notify := pgconn.notifies()) is not None:
+            for waiter in self._waiters.get(notify.extra.decode(), ()):
+                waiter.notified = True
+                waiter.event.set()
+
+    async def wait(self, session_id: str) -> None:
+        waiter = _Waiter()
+        self._waiters.setdefault(session_id, set()).add(waiter)
         try:
-            self._connection = await trio.to_thread.run_sync(self._connect)
-        except self._backend._psycopg.Error as exc:
-            raise self._backend._failure("listen on", exc) from exc
-        return self
+            while not waiter.notified:
+                if self._reading:
+                    await waiter.event.wait()
+                    waiter.event = trio.Event()
+                    continue
+                await self._read_until(waiter)
+        finally:
+            waiters = self._waiters[session_id]
+            waiters.discard(waiter)
+            if not waiters:
+                del self._waiters[session_id]
+        await trio.lowlevel.checkpoint()
 
-    async def __aexit__(self, *exc_info: object) -> None:
-        connection, self._connection = self._connection, None
-        if connection is not None:
-            with trio.CancelScope(shield=True):
-                await trio.to_thread.run_sync(connection.close)
-
-    async def wait(self) -> None:
+    async def _read_until(self, waiter: _Waiter) -> None:
         connection = self._connection
         if connection is None:
             raise RuntimeError("the listener is not open")
-        pgconn = connection.pgconn
         psycopg = self._backend._psycopg
-        while True:
-            try:
-                # Anything that arrived while the connection was last used is buffered.
-                if self._drain(pgconn):
-                    await trio.lowlevel.checkpoint()
-                    return
+        pgconn = connection.pgconn
+        self._reading = True
+        try:
+            # Notifications read while the connection was last used are buffered.
+            self._dispatch(pgconn)
+            while not waiter.notified:
                 await trio.lowlevel.wait_readable(pgconn.socket)
                 pgconn.consume_input()
-            except psycopg.Error as exc:
-                raise self._backend._failure("listen on", exc) from exc
-            if self._drain(pgconn):
-                return
+                self._dispatch(pgconn)
+        except psycopg.Error as exc:
+            connection.close()  # the next acquire() connects again
+            raise self._backend._failure("listen on", exc) from exc
+        finally:
+            self._reading = False
+            # Someone else reads now.
+            for waiters in self._waiters.values():
+                for other in waiters:
+                    other.event.set()
 
-    @staticmethod
-    def _drain(pgconn: Any) -> bool:
-        got = False
-        while pgconn.notifies() is not None:
-            got = True
-        return got
+
+class _PostgresListener(QueueListener):
+    """One inbox's use of the store's listening connection."""
+
+    def __init__(self, notifications: _Notifications, session_id: str) -> None:
+        self._notifications = notifications
+        self._session_id = session_id
+
+    async def __aenter__(self) -> QueueListener:
+        await self._notifications.acquire()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self._notifications.release()
+
+    async def wait(self) -> None:
+        await self._notifications.wait(self._session_id)
 
 
 class PostgresStore(SessionStore):
