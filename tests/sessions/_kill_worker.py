@@ -43,7 +43,7 @@ def script() -> list[AssistantMessage]:
     return [*steps, faux_assistant_message("all done")]
 
 
-def tools(delay: float = 0.002) -> list[AgentTool]:
+def tools(delay: float = 0.005) -> list[AgentTool]:
     def make(name: str, replay: Any) -> AgentTool:
         async def execute(
             tool_call_id: str,

@@ -1,4 +1,5 @@
-"""Kill tests: a process running an agent on SQLite is SIGKILLed at random points.
+"""Kill tests: a process running an agent on SQLite (and on JSONL files) is SIGKILLed at
+random points.
 
 Every reopen must give exactly a prefix of the uninterrupted run's entries, at least as
 long as what the worker had seen committed; recovery must answer every tool call once; and
@@ -91,13 +92,18 @@ def context() -> Any:
     return ctx
 
 
-async def test_kill_at_random_points(tmp_path: Path, context: Any) -> None:
+@pytest.mark.parametrize(
+    ("kind", "iterations"), [("sqlite", ITERATIONS), ("jsonl", max(1, ITERATIONS // 2))]
+)
+async def test_kill_at_random_points(
+    tmp_path: Path, context: Any, kind: str, iterations: int
+) -> None:
     expected = await reference_shape()
-    url = f"sqlite:{tmp_path / 'kill.db'}"
+    url = f"sqlite:{tmp_path / 'kill.db'}" if kind == "sqlite" else f"jsonl:{tmp_path}"
     rng = random.Random(int(os.environ.get("TRIO_AGENT_KILL_SEED", "21")))
     outcomes = {"finished": 0, "killed": 0}
     prefixes_seen: set[int] = set()
-    for iteration in range(ITERATIONS):
+    for iteration in range(iterations):
         session_id = f"kill-{iteration}"
         committed = context.Value("i", 0)
         started = context.Event()
@@ -131,5 +137,5 @@ async def test_kill_at_random_points(tmp_path: Path, context: Any) -> None:
             assert (await store.open(session_id)).unfinished_run() is None
     print(f"kill test: {outcomes}, prefix lengths {sorted(prefixes_seen)} of {len(expected)}")
     # The kills landed at many points of the run, not all before its first commit.
-    assert len(prefixes_seen) >= min(5, ITERATIONS // 5), prefixes_seen
-    assert outcomes["killed"] >= ITERATIONS // 2, outcomes
+    assert len(prefixes_seen) >= min(5, iterations // 5), prefixes_seen
+    assert outcomes["killed"] >= iterations // 3, outcomes
