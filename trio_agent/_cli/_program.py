@@ -183,7 +183,7 @@ class Program:
             status = EXIT_ERROR
         elif self._scope.cancelled_caught:
             status = EXIT_INTERRUPTED
-            self.renderer.end_line()
+            self.renderer.finish()
         # The transcript is consistent even after an interrupt (the Agent guarantees it).
         return await self.persist() or status
 

@@ -349,6 +349,12 @@ class Renderer:
         for line in waiting:
             self._put(self.stderr, line + "\n")
 
+    def finish(self) -> None:
+        """The program ends (interrupted, maybe mid-answer): end the line, and show the
+        notices still waiting for the answer."""
+        self._answering = False
+        self.end_line()
+
     def notice(self, line: str) -> None:
         """Write one line to stderr, after ending a pending line."""
         self.end_line()
