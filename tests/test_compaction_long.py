@@ -20,12 +20,15 @@ from test_compaction import assert_paired
 
 from trio_agent import (
     AbortSignal,
+    Agent,
     AgentEvent,
+    AgentInitialState,
     AgentMessage,
     AgentRequestUpdate,
     AgentTool,
     AgentToolResult,
     AssistantMessageEvent,
+    CompactionEvent,
     LlmContext,
     MessageEndEvent,
     Model,
@@ -46,7 +49,13 @@ from trio_agent.compaction import (
     transcript_tokens,
 )
 from trio_agent.loop import AgentContext, AgentLoopConfig, run_agent_loop
-from trio_agent.testing import FauxProvider, faux_assistant_message, faux_text, faux_tool_call
+from trio_agent.testing import (
+    FauxProvider,
+    assert_event_grammar,
+    faux_assistant_message,
+    faux_text,
+    faux_tool_call,
+)
 
 WINDOW = 32_768
 TURNS = 300
@@ -177,4 +186,31 @@ async def test_300_turns_never_exceed_the_window_minus_the_reserve() -> None:
     assert isinstance(transcript[0], SystemMessage)
     assert transcript[0].tools_added is not None
     assert [t.name for t in transcript[0].tools_added] == ["read"]
+    assert transcript_tokens(transcript).tokens <= LIMIT
+
+
+async def test_300_turns_with_the_agents_automatic_compaction() -> None:
+    """The same conversation through ``Agent(compaction=True)``: the check runs inside
+    the loop, before every request, and listeners see each compaction."""
+    script = Script()
+    model = attrs.evolve(script.provider.get_model(), context_window=WINDOW)
+    agent = Agent(
+        AgentInitialState(model=model, system_prompt="You read files.", tools=[READ]),
+        stream_fn=script.stream_fn,
+        compaction=True,
+    )
+    events: list[AgentEvent] = []
+    agent.subscribe(events.append)
+    for turn in range(TURNS):
+        await agent.prompt(f"Turn {turn}: please read the next file and check it.")
+
+    assert script.requests == 2 * TURNS
+    assert max(script.reported_inputs) <= LIMIT
+    compactions = [e for e in events if isinstance(e, CompactionEvent)]
+    assert len(compactions) > 20
+    assert all(e.reason == "threshold" and e.messages is not None for e in compactions)
+    assert_event_grammar(events)
+    transcript = agent.state.messages
+    assert_paired(transcript)
+    assert sum(isinstance(m, CompactionSummary) for m in transcript) == 1
     assert transcript_tokens(transcript).tokens <= LIMIT

@@ -9,6 +9,7 @@ import types
 import pytest
 
 import trio_agent
+import trio_agent.compaction
 import trio_agent.loop
 import trio_agent.mcp
 import trio_agent.models
@@ -17,6 +18,18 @@ import trio_agent.serialization
 import trio_agent.testing
 
 EXPECTED: dict[types.ModuleType, set[str]] = {
+    trio_agent.compaction: {
+        "COMPACTION_SUMMARY_PREFIX", "COMPACTION_SUMMARY_SUFFIX", "CompactionDetails",
+        "CompactionFailure", "CompactionPreparation", "CompactionResult", "CompactionSettings",
+        "CompactionSummary", "ContextEstimate", "ContextTracker", "CutPoint",
+        "DEFAULT_COMPACTION_SETTINGS", "SUMMARIZATION_PROMPT", "SUMMARIZATION_SYSTEM_PROMPT",
+        "TURN_PREFIX_SUMMARIZATION_PROMPT", "UPDATE_SUMMARIZATION_PROMPT",
+        "calculate_context_tokens", "compact", "compact_after_overflow", "compact_if_needed",
+        "convert_to_llm", "estimate_context_tokens", "estimate_message_tokens",
+        "estimate_text_tokens", "estimate_tokens", "find_cut_point", "is_context_overflow",
+        "is_recoverable_length", "prepare_compaction", "serialize_conversation", "should_compact",
+        "summary_to_user_message", "to_llm_message", "transcript_tokens",
+    },
     trio_agent: {
         "AbortController", "AbortSignal", "AfterToolCallContext", "AfterToolCallResult",
         "Agent", "AgentBusyError", "AgentContext", "AgentEndEvent", "AgentError",
@@ -29,7 +42,7 @@ EXPECTED: dict[types.ModuleType, set[str]] = {
         "MessageStartEvent", "MessageUpdateEvent", "Model", "ModelCost",
         "NothingToContinueError", "PrepareNextTurnContext", "PrepareRequestContext",
         "LimitReached", "RunEnding", "RunResult", "UsageLimits", "UsageTally", "sum_usage",
-        "ApproveToolCall", "ToolApproval", "pending_approvals", "RetryNotice",
+        "ApproveToolCall", "ToolApproval", "pending_approvals", "RetryNotice", "CompactionEvent",
         "ProviderResponse", "QueueMode", "SerializationError", "StartEvent", "StopReason",
         "StreamFn", "StreamOptions", "SystemMessage", "TextContent", "TextDeltaEvent",
         "TextEndEvent", "TextStartEvent", "ThinkingContent", "ThinkingDeltaEvent",
@@ -51,7 +64,7 @@ EXPECTED: dict[types.ModuleType, set[str]] = {
         "CLOSING_GRACE_SECONDS",
         "AgentToolCallOutcome", "BeforeToolCallHook", "default_convert_to_llm",
         "open_agent_loop", "open_agent_loop_continue", "run_agent_loop",
-        "run_agent_loop_continue", "run_tool_call",
+        "run_agent_loop_continue", "run_tool_call", "run_agent_compaction",
     },
     trio_agent.models: {
         "DEFAULT_THINKING_BUDGETS", "FauxProvider", "FauxResponse", "FauxResponseFactory",

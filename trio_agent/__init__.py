@@ -40,6 +40,7 @@ from ._messages import register_message_type as register_message_type
 from ._events import AgentEndEvent as AgentEndEvent
 from ._events import AgentEvent as AgentEvent
 from ._events import AgentStartEvent as AgentStartEvent
+from ._events import CompactionEvent as CompactionEvent
 from ._events import AssistantMessageEvent as AssistantMessageEvent
 from ._events import DoneEvent as DoneEvent
 from ._events import ErrorEvent as ErrorEvent

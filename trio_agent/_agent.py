@@ -34,6 +34,7 @@ from ._checks import (
     check_tools,
     prompt_messages,
 )
+from ._compaction import CompactionFailure, CompactionResult, CompactionSettings
 from ._events import AgentEvent
 from ._exceptions import AgentBusyError, AgentError, NothingToContinueError
 from ._hooks import AgentContext, AgentTurnContext, PrepareRequestContext
@@ -74,6 +75,7 @@ from .loop import (
     AgentLoopConfig,
     BeforeToolCallHook,
     default_convert_to_llm,
+    run_agent_compaction,
     run_agent_loop,
     run_agent_loop_continue,
 )
@@ -494,6 +496,7 @@ class Agent:
         output_type: Any = None,
         output_retries: int = 2,
         approve_tool_call: ApproveToolCall | None = None,
+        compaction: CompactionSettings | bool | None = None,
     ) -> None:
         if initial_state is not None and not isinstance(initial_state, AgentInitialState):
             raise TypeError(
@@ -589,6 +592,18 @@ class Agent:
         """The inline approver of calls to tools with ``needs_approval`` (``None``: such
         calls wait for :meth:`approve` or :meth:`deny` and :meth:`continue_`)."""
         self._decisions: list[ToolApproval] = []
+        if compaction is True:
+            compaction = CompactionSettings()
+        elif compaction is False:
+            compaction = None
+        elif compaction is not None and not isinstance(compaction, CompactionSettings):
+            raise TypeError(
+                "Agent(): compaction must be a CompactionSettings, a bool or None, got "
+                f"{compaction!r}"
+            )
+        self.compaction: CompactionSettings | None = compaction
+        """Automatic compaction (``None``: off): checked before every request of a run,
+        and after a provider refuses a request as too long (see :meth:`compact`)."""
         if output_type is not None:
             OutputRun(output_type, output_retries)  # checks both now
         self.output_type: Any = output_type
@@ -868,6 +883,50 @@ class Agent:
             ToolApproval(tool_call_id=tool_call_id, approved=approved, reason=reason)
         )
 
+    async def compact(
+        self, instructions: str | None = None
+    ) -> CompactionResult | CompactionFailure:
+        """Compact the transcript now: older messages become a summary the model writes
+        (pi's compaction), recent ones are kept, and no tool call is separated from its
+        result.
+
+        A run of its own (``agent_start``, ``compaction``, ``agent_end``): the summary
+        request is a provider request that :meth:`abort` cancels; a failure leaves the
+        transcript as it was and is returned, not raised. Uses :attr:`compaction`'s
+        settings (the defaults when ``None``).
+
+        Args:
+            instructions: Added to the summary prompt (what to keep, what to focus on).
+
+        Raises:
+            AgentBusyError: a run is active.
+        """
+        _require_trio("compact")
+        if self._active is not None:
+            raise AgentBusyError("Agent is already processing; compact once it is idle.")
+        outcome: list[CompactionResult | CompactionFailure] = []
+
+        async def executor(
+            context: AgentContext,
+            config: AgentLoopConfig,
+            emit: AgentEventSink,
+            signal: AbortSignal,
+        ) -> list[AgentMessage]:
+            outcome.append(
+                await run_agent_compaction(
+                    context,
+                    config,
+                    emit,
+                    instructions=instructions,
+                    signal=signal,
+                    stream_fn=self.stream_fn,
+                )
+            )
+            return []
+
+        await self._run(executor, skip_initial_steering_poll=True)
+        return outcome[0]
+
     def as_tool(
         self, *, name: str, description: str, label: str | None = None, fresh: bool = True
     ) -> AgentTool:
@@ -1083,6 +1142,7 @@ class Agent:
             after_tool_call=self.after_tool_call,
             usage_limits=self.usage_limits,
             approve_tool_call=self.approve_tool_call,
+            compaction=self.compaction,
         )
 
     def _finish_turn(self, run: _ActiveRun) -> Any:
@@ -1158,6 +1218,9 @@ class Agent:
             state._pending_tool_calls = state._pending_tool_calls - {event.tool_call_id}
         elif event.type == "turn_end":
             _note_error(state, event.message)
+        elif event.type == "compaction":
+            if event.messages is not None:
+                state._messages = list(event.messages)
         elif event.type == "agent_end":
             # A failure reported after an aborted run's last turn_end stands outside a
             # turn: agent_end carries it.

@@ -13,7 +13,7 @@ from typing import Any, Literal, TypeAlias
 
 import attrs
 
-from ._messages import AgentMessage, AssistantMessage, ToolCall, ToolResultMessage
+from ._messages import AgentMessage, AssistantMessage, ToolCall, ToolResultMessage, Usage
 from ._tools import AgentToolResult
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "AgentEvent",
     "AgentStartEvent",
     "AssistantMessageEvent",
+    "CompactionEvent",
     "DoneEvent",
     "ErrorEvent",
     "MessageEndEvent",
@@ -333,6 +334,32 @@ class ToolExecutionEndEvent:
     type: Literal["tool_execution_end"] = "tool_execution_end"
 
 
+@attrs.frozen(kw_only=True)
+class CompactionEvent:
+    """The run compacted its transcript (or tried to): beyond pi's Agent events, so that
+    listeners (a session store, a UI) see it. Emitted before a request whose context
+    would not fit (``reason="threshold"``), before the retry of a request the provider
+    refused as too long (``"overflow"``), or by ``Agent.compact()`` (``"manual"``); never
+    inside a message or a tool execution."""
+
+    reason: Literal["threshold", "overflow", "manual"]
+    """What started it."""
+    messages: list[AgentMessage] | None
+    """The transcript from now on (a system message, the summary, the kept messages), or
+    ``None`` when the compaction failed and the transcript stays as it was."""
+    summary: AgentMessage | None = None
+    """The :class:`~trio_agent.compaction.CompactionSummary` (also in ``messages``)."""
+    first_kept_index: int | None = None
+    """Index, in the transcript before, of the first message kept."""
+    tokens_before: int = 0
+    """The estimated context size before."""
+    usage: Usage | None = None
+    """Usage of the summary request(s)."""
+    error_message: str | None = None
+    """Why it failed (``messages`` is then ``None``)."""
+    type: Literal["compaction"] = "compaction"
+
+
 AgentEvent: TypeAlias = (
     AgentStartEvent
     | AgentEndEvent
@@ -344,5 +371,6 @@ AgentEvent: TypeAlias = (
     | ToolExecutionStartEvent
     | ToolExecutionUpdateEvent
     | ToolExecutionEndEvent
+    | CompactionEvent
 )
 """Everything the loop emits, discriminated by ``type``."""

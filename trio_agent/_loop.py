@@ -15,6 +15,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 import trio
 
 from ._abort import AbortSignal
+from ._compaction import CompactionFailure, CompactionResult
 from ._events import AgentEvent
 from ._exceptions import NothingToContinueError
 from ._hooks import AgentContext
@@ -27,6 +28,7 @@ from ._util import collapse_exception_group
 
 __all__ = [
     "open_agent_loop",
+    "run_agent_compaction",
     "open_agent_loop_continue",
     "run_agent_loop",
     "run_agent_loop_continue",
@@ -75,6 +77,38 @@ async def run_agent_loop(
     initial = declare_tool_changes(context.messages, list(prompts), context.tools)
     run = Run(_working_context(context), config, as_sink(emit), signal, stream_fn)
     return await run.run(initial)
+
+
+async def run_agent_compaction(
+    context: AgentContext,
+    config: AgentLoopConfig,
+    emit: AnySink,
+    *,
+    instructions: str | None = None,
+    signal: AbortSignal | None = None,
+    stream_fn: StreamFn | None = None,
+) -> CompactionResult | CompactionFailure:
+    """Compact ``context``'s transcript now, as a run of its own: ``agent_start``, one
+    ``compaction`` event (its ``messages`` are the transcript from now on), ``agent_end``.
+
+    Uses ``config.compaction`` (default settings when ``None``) and ``config.model`` for
+    the summary request, with ``instructions`` added to the summary prompt. Aborting
+    ``signal`` cancels the summary request; the transcript then stays as it was. The
+    caller's ``context`` is not modified.
+
+    Returns:
+        A :class:`~trio_agent.compaction.CompactionResult`, or a
+        :class:`~trio_agent.compaction.CompactionFailure` (nothing to compact, the summary
+        failed, or the run was aborted).
+    """
+    run = Run(_working_context(context), config, as_sink(emit), signal, stream_fn)
+    await run.run([], compact_only=instructions or "")
+    outcome = run.compaction_result
+    if outcome is None:
+        return CompactionFailure(
+            error_message="Compaction cancelled", aborted=True, tokens_before=0
+        )
+    return outcome
 
 
 def _check_continuable(context: AgentContext) -> None:

@@ -23,11 +23,23 @@ import trio
 
 from ._abort import OPERATION_ABORTED, REQUEST_ABORTED, AbortSignal, open_abort_scope
 from ._approval import ApproveToolCall, decisions, pending_approvals
+from ._compaction import (
+    CompactionFailure,
+    CompactionResult,
+    CompactionSettings,
+    CompactionSummary,
+    ContextTracker,
+    compact_after_overflow,
+    compact_if_needed,
+    summary_to_user_message,
+)
+from ._compaction import compact as compact_messages
 from ._events import (
     AgentEndEvent,
     AgentEvent,
     AgentStartEvent,
     AssistantMessageEvent,
+    CompactionEvent,
     MessageEndEvent,
     MessageStartEvent,
     MessageUpdateEvent,
@@ -56,6 +68,7 @@ from ._messages import (
     ToolResultMessage,
     Usage,
 )
+from ._overflow import is_context_overflow
 from ._run_result import LimitReached, UsageLimits
 from ._sink import AgentEventSink
 from ._streaming import (
@@ -93,9 +106,17 @@ bound exists so that no listener can hold a cancelled caller forever."""
 
 
 def default_convert_to_llm(messages: list[AgentMessage]) -> list[Message]:
-    """Keep the messages a provider understands (system, user, assistant, toolResult)."""
+    """Keep the messages a provider understands (system, user, assistant, toolResult); a
+    compaction summary becomes the user message pi sends for it."""
     # A class check: application messages have their own classes (and roles).
-    return [m for m in messages if isinstance(m, BUILT_IN_MESSAGE_CLASSES)]
+    return [
+        m if isinstance(m, BUILT_IN_MESSAGE_CLASSES) else summary_to_user_message(m)
+        for m in messages
+        if isinstance(m, _FOR_THE_MODEL)
+    ]
+
+
+_FOR_THE_MODEL = (*BUILT_IN_MESSAGE_CLASSES, CompactionSummary)
 
 
 def _check_model(model: object) -> None:
@@ -147,6 +168,10 @@ class AgentLoopConfig:
     after_tool_call: AfterToolCallHook | None = None
     """Called for each call that ran; may override fields of its result (see
     :data:`~trio_agent.loop.AfterToolCallHook`)."""
+    compaction: CompactionSettings | None = None
+    """Compact the transcript when it would not fit the model's context window: checked
+    before every request, and once more after a provider refuses a request as too long
+    (which is then retried once). ``None``: never (see :mod:`trio_agent.compaction`)."""
     approve_tool_call: ApproveToolCall | None = None
     """The inline approver of calls to tools with ``needs_approval``; without one such
     calls are left for a deferred decision and the run ends after their turn (see
@@ -238,6 +263,10 @@ class Run:
         self.failure: AssistantMessage | None = None
         self.execution_events: ExecutionEvents | None = None
         self.tool_limit_reached: LimitReached | None = None
+        self.tracker = ContextTracker() if config.compaction is not None else None
+        self.overflowed: AssistantMessage | None = None  # to compact for, before a retry
+        self.overflow_retried = False
+        self.compaction_result: CompactionResult | CompactionFailure | None = None
         self._request: tuple[str | None, ThinkingLevel, StreamOptions] | None = None
         # Closing under the caller's cancellation or a BaseException.
         self.grace_deadline: float | None = None
@@ -310,14 +339,20 @@ class Run:
 
     # -- running -------------------------------------------------------------------------
 
-    async def run(self, initial: Sequence[AgentMessage]) -> list[AgentMessage]:
-        """The run in its nursery (which holds the watcher, when a listener awaits)."""
+    async def run(
+        self, initial: Sequence[AgentMessage], *, compact_only: str | None = None
+    ) -> list[AgentMessage]:
+        """The run in its nursery (which holds the watcher, when a listener awaits).
+
+        With ``compact_only`` (the instructions, ``""`` for none) the run only compacts:
+        ``agent_start``, ``compaction``, ``agent_end``.
+        """
         error: BaseException | None = None
         try:
             async with trio.open_nursery() as nursery:
                 self.nursery = nursery
                 try:
-                    await self._run(initial)
+                    await self._run(initial, compact_only)
                 finally:
                     if self.watcher is not None:
                         self.watcher.cancel()
@@ -329,13 +364,17 @@ class Run:
             raise error  # after the except clause: its own cause and context stay
         return self.new_messages
 
-    async def _run(self, initial: Sequence[AgentMessage]) -> None:
+    async def _run(self, initial: Sequence[AgentMessage], compact_only: str | None) -> None:
         cause: BaseException | None = None
         try:
             with open_abort_scope(self.signal) as work:
                 error: BaseException | None = None
                 try:
                     await self.emit(AgentStartEvent())
+                    if compact_only is not None:
+                        await self.compact("manual", compact_only or None)
+                        await self.emit(AgentEndEvent(messages=self.new_messages))
+                        return
                     await self.emit(TurnStartEvent())
                     await self.commit_messages(initial)
                     await self.main_loop()
@@ -442,7 +481,9 @@ class Run:
                 if self.at.batch is not None and self.at.batch.awaiting_approval:
                     decision = AgentTurnDecision(action="end")  # until the decisions come
                 await self.emit(TurnEndEvent(message=message, tool_results=tool_results))
-                if message.stop_reason in ("error", "aborted") or (
+                if self.retries_overflow(message, decision):
+                    has_more_tool_calls = True  # one more turn, compacted first
+                elif message.stop_reason in ("error", "aborted") or (
                     decision is not None and decision.action == "end"
                 ):
                     await self.emit(AgentEndEvent(messages=self.new_messages))
@@ -554,6 +595,109 @@ class Run:
         self.context.messages.extend(batch.result_messages)
         self.at.batch = None
 
+    # -- compaction ------------------------------------------------------------------------
+
+    def retries_overflow(
+        self, message: AssistantMessage, decision: AgentTurnDecision | None
+    ) -> bool:
+        """Whether a response the provider refused as too long is retried (once per run,
+        after compacting), rather than ending the run."""
+        if (
+            self.tracker is None
+            or self.overflow_retried
+            or message.stop_reason != "error"
+            or (decision is not None and decision.action == "end")
+            or not is_context_overflow(message, self.model.context_window)
+        ):
+            return False
+        self.overflow_retried = True
+        self.overflowed = message
+        return True
+
+    async def compact_before_request(self) -> None:
+        """Compact if the next request would not fit (or the last one overflowed)."""
+        assert self.tracker is not None and self.config.compaction is not None
+        if self.overflowed is not None:
+            await self.compact("overflow", None)
+        elif self.tracker.needs_compaction(
+            self.context.messages, self.model, self.config.compaction
+        ):
+            await self.compact("threshold", None)
+
+    async def compact(
+        self, reason: Literal["threshold", "overflow", "manual"], instructions: str | None
+    ) -> None:
+        """Compact the working transcript and tell the sink (a ``compaction`` event)."""
+        settings = self.config.compaction or CompactionSettings()
+        tracker = self.tracker if self.tracker is not None else ContextTracker()
+        options = self.options
+        if self.config.get_api_key is not None:
+            key = await maybe_await(self.config.get_api_key(self.model.provider))
+            options = attrs.evolve(options, api_key=key or options.api_key)
+        stream_fn = self.stream_fn if self.stream_fn is not None else get_default_stream_fn()
+        messages = self.context.messages
+        outcome: CompactionResult | CompactionFailure | None
+        if reason == "overflow" and self.overflowed is not None:
+            failed, self.overflowed = self.overflowed, None
+            kept = [message for message in messages if message is not failed]
+            outcome = await compact_after_overflow(
+                tracker,
+                kept,
+                failed,
+                self.model,
+                stream_fn,
+                options,
+                settings=settings,
+                signal=self.signal,
+            )
+        elif reason == "manual":
+            outcome = await compact_messages(
+                messages,
+                self.model,
+                stream_fn,
+                options,
+                settings=settings,
+                instructions=instructions,
+                signal=self.signal,
+            )
+        else:
+            outcome = await compact_if_needed(
+                tracker,
+                messages,
+                self.model,
+                stream_fn,
+                options,
+                settings=settings,
+                signal=self.signal,
+            )
+        # An abort during the summary request ends the run, as before any request.
+        await trio.lowlevel.checkpoint_if_cancelled()
+        self.compaction_result = outcome
+        if outcome is None:
+            return
+        if isinstance(outcome, CompactionFailure):
+            logger.warning("compaction failed: %s", outcome.error_message)
+            await self.emit(
+                CompactionEvent(
+                    reason=reason,
+                    messages=None,
+                    tokens_before=outcome.tokens_before,
+                    error_message=outcome.error_message,
+                )
+            )
+            return
+        self.context = AgentContext(messages=list(outcome.messages), tools=self.context.tools)
+        await self.emit(
+            CompactionEvent(
+                reason=reason,
+                messages=list(outcome.messages),
+                summary=outcome.summary,
+                first_kept_index=outcome.first_kept_index,
+                tokens_before=outcome.tokens_before,
+                usage=outcome.usage,
+            )
+        )
+
     def check_limit(
         self, limits: UsageLimits | None, check: Literal["exhausted", "before_request"]
     ) -> None:
@@ -591,6 +735,8 @@ class Run:
 
     async def stream_assistant_response(self) -> AssistantMessage:
         config = self.config
+        if self.tracker is not None:
+            await self.compact_before_request()
         messages = self.context.messages
         if config.transform_context is not None:
             messages = await maybe_await(config.transform_context(messages, self.signal))

@@ -8,6 +8,7 @@ from __future__ import annotations
 from ._hooks import AgentContext as AgentContext
 from ._loop import open_agent_loop as open_agent_loop
 from ._loop import open_agent_loop_continue as open_agent_loop_continue
+from ._loop import run_agent_compaction as run_agent_compaction
 from ._loop import run_agent_loop as run_agent_loop
 from ._loop import run_agent_loop_continue as run_agent_loop_continue
 from ._run import CLOSING_GRACE_SECONDS as CLOSING_GRACE_SECONDS

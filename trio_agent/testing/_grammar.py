@@ -26,6 +26,8 @@ RULES: dict[str, str] = {
     "updates": "message_update only inside an open assistant message",
     "tools": "every tool_execution_start is closed by the tool_execution_end of its call "
     "before turn_end; tool_execution_update only in between; one start per call id",
+    "compaction": "compaction comes inside a run, in or outside a turn, never while a "
+    "message or a tool execution is open",
 }
 """Each rule of the grammar, by name."""
 
@@ -121,6 +123,10 @@ class _Checker:
             if self.open_message is not None:
                 raise self.fail(index, "messages", "agent_end comes with a message still open")
             self.in_run = False
+            return
+        if kind == "compaction":
+            if self.open_message is not None or self.open_tools:
+                raise self.fail(index, "compaction", "compaction comes with a message or tool open")
             return
         if kind == "turn_start":
             if self.in_turn:
@@ -228,7 +234,9 @@ def assert_event_grammar(events: Iterable[Any]) -> None:
       start), closed before ``turn_end``; ``message_update`` only inside an assistant
       message;
     - every ``tool_execution_start`` is closed by the ``tool_execution_end`` of its call
-      id before ``turn_end``, with its ``tool_execution_update`` events in between.
+      id before ``turn_end``, with its ``tool_execution_update`` events in between;
+    - ``compaction`` (beyond pi's events) comes anywhere inside a run, in or outside a
+      turn, but never while a message or a tool execution is open.
 
     Args:
         events: Agent events, or an :class:`EventRecorder`.
