@@ -16,6 +16,7 @@ from trio_agent.sessions import (
     CONFORMANCE_CHECKS,
     DuplicateEntryError,
     MessageEntry,
+    SessionBusyError,
     SessionStore,
     SessionStoreError,
     StoreFactory,
@@ -225,3 +226,29 @@ async def test_a_lost_connection_is_a_store_error_with_its_cause_and_no_half_bat
         await session.append_messages([user("a"), user("b")])
         stored = await store.open("lost")
         assert [m.content for m in stored.messages()] == ["kept", "a", "b"]
+
+
+async def test_writers_racing_for_a_claim_from_two_pools_one_wins(
+    url: str, schemas: list[str]
+) -> None:
+    # Each store has its own pool, like two processes. Under READ COMMITTED a claim read
+    # in the statement that waited for the session's row lock would be stale: both won.
+    schemas.append(schema := new_schema_name())
+    async with open_store(url, schema=schema) as a, open_store(url, schema=schema) as b:
+        for n in range(40):
+            await a.create(session_id=f"race-{n}")
+        for n in range(40):
+            winners: list[str] = []
+
+            async def claim(store: SessionStore, name: str, session_id: str) -> None:
+                try:
+                    async with store.open_for_writing(session_id, holder=name):
+                        winners.append(name)
+                        await trio.sleep(0.05)
+                except SessionBusyError:
+                    pass
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(claim, a, "a", f"race-{n}")
+                nursery.start_soon(claim, b, "b", f"race-{n}")
+            assert len(winners) == 1, (n, winners)

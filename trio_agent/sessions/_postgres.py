@@ -385,16 +385,21 @@ class PostgresBackend(SessionBackend, QueueBackend):
     def _lock_session(self, db: Any, session_id: str) -> tuple[int, Claim | None]:
         """Lock the session's row for this transaction; its next seq and its claim."""
         row = db.execute(
-            f"SELECT s.next_seq, c.holder, c.token, c.expires_at FROM {self._q}.sessions s "
-            f"LEFT JOIN {self._q}.claims c ON c.session_id = s.id "
-            "WHERE s.id = %s FOR UPDATE OF s",
-            (session_id,),
+            f"SELECT next_seq FROM {self._q}.sessions WHERE id = %s FOR UPDATE", (session_id,)
         ).fetchone()
         if row is None:
             raise SessionNotFoundError(session_id)
-        seq, holder, token, expires_at = row
-        claim = None if token is None else Claim(holder=holder, token=token, expires_at=expires_at)
-        return int(seq), claim
+        # A statement of its own, after the lock: under READ COMMITTED it sees the claim
+        # that the transaction we waited for committed. (Joined into the locking
+        # statement, the claim would be read from that statement's older snapshot, and
+        # two writers that raced for the lock would both see no claim.)
+        claim = db.execute(
+            f"SELECT holder, token, expires_at FROM {self._q}.claims WHERE session_id = %s",
+            (session_id,),
+        ).fetchone()
+        if claim is None:
+            return int(row[0]), None
+        return int(row[0]), Claim(holder=claim[0], token=claim[1], expires_at=claim[2])
 
     async def append_entries(
         self, session_id: str, entries: list[JsonObject], *, claim_token: str | None, now: float
