@@ -91,6 +91,12 @@ def validate_tool_arguments(tool: AgentTool, tool_call: ToolCall) -> dict[str, A
         # Too deep to copy, check or echo; the model gets an
         # error it can act on instead of a failed response.
         raise ToolArgumentsError(f'Invalid arguments for tool "{tool.name}": {TOO_DEEP}')
+    fast = _compiled(tool.parameters)
+    if fast is not None:
+        try:
+            return fast(tool_call.arguments)  # type: ignore[no-any-return]
+        except _NotPlain:
+            pass  # the interpreter below decides (and words any error)
     schema = _Schema(tool.parameters)
     value: Any = copy.deepcopy(tool_call.arguments)
     schema.drop_optional_nulls(value, schema.root, 0)
@@ -117,6 +123,203 @@ def matches_schema(value: Any, schema: dict[str, Any]) -> bool:
     errors: list[_Error] = []
     checked.check(value, checked.root, (), errors, 0)
     return not errors
+
+
+# ---------------------------------------------------------------------------------------
+# The compiled fast path
+#
+# Most tool schemas are plain: objects of typed members, arrays, string enums and
+# annotations. For such a schema a plan is compiled once (and cached per schema object):
+# a tree of closures that copies arguments which already fit it exactly, with no
+# coercion to make. On such arguments the three passes above change nothing and the check
+# finds nothing, so the result is the deep copy the interpreter would return. The plan
+# only ever accepts: anything it is not sure of (a value needing coercion, a missing
+# member, an unknown one where none is allowed, a keyword it does not know) raises
+# ``_NotPlain``, and the interpreter runs as before, errors and all.
+
+
+class _NotPlain(Exception):
+    """The compiled plan cannot vouch for these arguments; the interpreter decides."""
+
+
+_Plan: TypeAlias = Callable[[Any], Any]
+"""Returns a copy of a value that fits its schema exactly; raises ``_NotPlain`` otherwise."""
+
+# Keywords the interpreter ignores (annotations), besides the ones a plan compiles.
+_ANNOTATIONS: Final = frozenset(
+    {
+        "description",
+        "title",
+        "default",
+        "examples",
+        "$comment",
+        "$schema",
+        "$id",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+    }
+)
+_PLAN_KEYWORDS: Final = _ANNOTATIONS | {
+    "type",
+    "properties",
+    "required",
+    "additionalProperties",
+    "items",
+    "enum",
+}
+_PRIMITIVE_TYPES: Final = {
+    # What counts as already having the type, with no conversion to make: exact JSON
+    # types only (``1.0`` for an integer would become ``1``, ``True`` is no number).
+    "string": (str,),
+    "number": (int, float),
+    "integer": (int,),
+    "boolean": (bool,),
+    "null": (type(None),),
+    "object": (dict,),
+    "array": (list,),
+}
+_PLAN_DEPTH: Final = 32
+"""Schemas nesting deeper than this are left to the interpreter."""
+_COPY_DEPTH: Final = 64
+"""Values nesting deeper than this (under a schema that accepts anything) likewise."""
+_JSON_SCALARS: Final = (str, int, float, bool, type(None))
+
+
+def _copy_any(value: Any, depth: int = 0) -> Any:
+    """A deep copy of a JSON value (dicts with string keys, lists, scalars)."""
+    kind = type(value)
+    if kind in _JSON_SCALARS:
+        return value
+    if depth > _COPY_DEPTH:
+        raise _NotPlain
+    if kind is dict:
+        out = {}
+        for key, member in value.items():
+            if type(key) is not str:
+                raise _NotPlain
+            out[key] = _copy_any(member, depth + 1)
+        return out
+    if kind is list:
+        return [_copy_any(item, depth + 1) for item in value]
+    raise _NotPlain
+
+
+def _compile_plan(schema: Any, depth: int = 0) -> _Plan | None:
+    """The plan of ``schema``, or ``None`` if it uses anything a plan does not cover."""
+    if schema is True:
+        return _copy_any
+    if not isinstance(schema, dict) or depth > _PLAN_DEPTH or not schema.keys() <= _PLAN_KEYWORDS:
+        return None
+    types: tuple[type, ...] | None = None
+    if "type" in schema:
+        spec = schema["type"]
+        names = [spec] if isinstance(spec, str) else spec
+        if not isinstance(names, list) or not names:
+            return None
+        accepted: list[type] = []
+        for name in names:
+            if not isinstance(name, str) or name not in _PRIMITIVE_TYPES:
+                return None
+            accepted.extend(_PRIMITIVE_TYPES[name])
+        types = tuple(accepted)
+    enum: frozenset[str] | None = None
+    if "enum" in schema:
+        literals = schema["enum"]
+        if not (isinstance(literals, list) and all(type(item) is str for item in literals)):
+            return None
+        enum = frozenset(literals)
+    members: dict[str, _Plan] = {}
+    if "properties" in schema:
+        properties = schema["properties"]
+        if not isinstance(properties, dict):
+            return None
+        for name, member_schema in properties.items():
+            member = _compile_plan(member_schema, depth + 1)
+            if member is None:
+                return None
+            members[name] = member
+    required: tuple[str, ...] = ()
+    if "required" in schema:
+        names = schema["required"]
+        if not (isinstance(names, list) and all(isinstance(name, str) for name in names)):
+            return None
+        required = tuple(names)
+    others: _Plan | None = _copy_any  # None: no other members allowed
+    if "additionalProperties" in schema:
+        additional = schema["additionalProperties"]
+        if additional is False:
+            others = None
+        else:
+            others = _compile_plan(additional, depth + 1)
+            if others is None:
+                return None
+    items: _Plan = _copy_any
+    if "items" in schema:
+        compiled = _compile_plan(schema["items"], depth + 1)
+        if compiled is None:
+            return None
+        items = compiled
+    return _node_plan(types, enum, members, required, others, items)
+
+
+def _node_plan(
+    types: tuple[type, ...] | None,
+    enum: frozenset[str] | None,
+    members: dict[str, _Plan],
+    required: tuple[str, ...],
+    others: _Plan | None,
+    items: _Plan,
+) -> _Plan:
+    def plan(value: Any) -> Any:
+        kind = type(value)
+        if types is not None and kind not in types:
+            raise _NotPlain
+        if enum is not None:
+            if kind is not str or value not in enum:
+                raise _NotPlain
+            return value
+        if kind is dict:
+            for name in required:
+                if name not in value:
+                    raise _NotPlain
+            out = {}
+            for key, member in value.items():
+                member_plan = members.get(key)
+                if member_plan is None:
+                    if others is None or type(key) is not str:
+                        raise _NotPlain
+                    member_plan = others
+                out[key] = member_plan(member)
+            return out
+        if kind is list:
+            return [items(item) for item in value]
+        if kind in _JSON_SCALARS:
+            return value
+        raise _NotPlain
+
+    return plan
+
+
+_PLANS: dict[int, tuple[Any, Any, _Plan | None]] = {}
+"""``id(schema)`` -> (the schema, a copy of it as compiled, its plan)."""
+_PLANS_LIMIT: Final = 512
+
+
+def _compiled(schema: Any) -> _Plan | None:
+    """The cached plan of ``schema`` (recompiled if the schema was changed in place)."""
+    entry = _PLANS.get(id(schema))
+    if entry is not None and entry[0] is schema and entry[1] == schema:
+        return entry[2]
+    try:
+        plan = _compile_plan(schema)
+        snapshot = copy.deepcopy(schema)
+    except RecursionError:  # a schema nested past the interpreter's own limit
+        return None
+    if len(_PLANS) >= _PLANS_LIMIT:
+        _PLANS.clear()
+    _PLANS[id(schema)] = (schema, snapshot, plan)
+    return plan
 
 
 # ---------------------------------------------------------------------------------------
