@@ -59,6 +59,7 @@ def _type_aliases() -> dict[str, str]:
     aliases: dict[str, str] = {}
     for module_name in (
         "trio_agent",
+        "trio_agent.compaction",
         "trio_agent.loop",
         "trio_agent.models",
         "trio_agent.serialization",

@@ -17,6 +17,7 @@ import attrs
 import pytest
 
 import trio_agent
+import trio_agent.compaction
 import trio_agent.loop
 import trio_agent.models
 import trio_agent.serialization
@@ -25,6 +26,7 @@ import trio_agent.testing
 ROOT = Path(__file__).resolve().parents[1]
 MODULES: list[types.ModuleType] = [
     trio_agent,
+    trio_agent.compaction,
     trio_agent.loop,
     trio_agent.models,
     trio_agent.serialization,
@@ -121,7 +123,7 @@ def test_every_attrs_field_is_described(api_html: str) -> None:
 
 @pytest.mark.parametrize(
     ("page", "label", "count"),
-    [("guide.html", "Output", 10), ("agent.html", "Output", 16), ("zh/agent.html", "输出", 16)],
+    [("guide.html", "Output", 10), ("agent.html", "Output", 18), ("zh/agent.html", "输出", 18)],
 )
 def test_output_blocks_are_labelled(site: Path, page: str, label: str, count: int) -> None:
     text = (site / page).read_text(encoding="utf-8")
