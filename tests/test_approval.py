@@ -230,3 +230,15 @@ def test_a_decision_on_an_unknown_call_is_refused() -> None:
     with pytest.raises(ValueError) as info:
         agent.approve("nope")
     assert str(info.value) == "no tool call 'nope' awaits a decision"
+
+
+async def test_a_pending_call_is_reported_whatever_stop_reason_the_provider_gave(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    ran: list[str] = []
+    calls_without_tool_use = faux_assistant_message(
+        [faux_tool_call("delete", {"path": "/tmp/a"}, id="a")]  # stop_reason "stop"
+    )
+    agent, _ = make_agent([calls_without_tool_use], tools=[deleting_tool(ran)])
+    result = await agent.prompt("clean up")
+    assert (result.ending, [c.id for c in result.pending_approvals]) == ("approval", ["a"])

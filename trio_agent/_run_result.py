@@ -245,7 +245,7 @@ class RunResult(Generic[OutputT]):
         else:
             ending = _ENDINGS.get(final.stop_reason, "stop")
         waiting: list[ToolCall] = []
-        if ending == "tool_use" and final is not None:
+        if ending in ("tool_use", "stop") and final is not None:
             answered = {m.tool_call_id for m in added if isinstance(m, ToolResultMessage)}
             waiting = [
                 block
