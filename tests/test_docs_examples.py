@@ -178,8 +178,8 @@ def test_the_pages_with_examples() -> None:
     ("page", "runnable", "with_output"),
     [
         ("docs/guide.md", 11, 10),
-        ("docs/agent.md", 18, 18),
-        ("docs/zh/agent.md", 18, 18),
+        ("docs/agent.md", 22, 22),
+        ("docs/zh/agent.md", 22, 22),
         ("docs/index.md", 1, 1),
         ("docs/otel.md", 3, 3),
         ("README.md", 1, 1),
