@@ -105,7 +105,8 @@ async def test_kill_at_random_points(
     prefixes_seen: set[int] = set()
     for iteration in range(iterations):
         session_id = f"kill-{iteration}"
-        committed = context.Value("i", 0)
+        # No lock: a worker killed while holding one would leave it held for good.
+        committed = context.Value("i", 0, lock=False)
         started = context.Event()
         process = context.Process(target=worker.main, args=(url, session_id, committed, started))
         process.start()
