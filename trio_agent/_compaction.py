@@ -35,7 +35,6 @@ from ._events import DoneEvent, ErrorEvent
 from ._messages import (
     AgentMessage,
     AssistantMessage,
-    Cost,
     ImageContent,
     Message,
     Model,
@@ -46,6 +45,7 @@ from ._messages import (
     ToolResultMessage,
     Usage,
     UserMessage,
+    add_usage,
     now_ms,
     register_message_type,
 )
@@ -716,29 +716,6 @@ def _turn_prefix_prompt(messages: Sequence[AgentMessage], instructions: str | No
     return prompt
 
 
-def _add_usage(first: Usage, second: Usage) -> Usage:
-    reasoning = (
-        None
-        if first.reasoning is None and second.reasoning is None
-        else (first.reasoning or 0) + (second.reasoning or 0)
-    )
-    return Usage(
-        input=first.input + second.input,
-        output=first.output + second.output,
-        cache_read=first.cache_read + second.cache_read,
-        cache_write=first.cache_write + second.cache_write,
-        total_tokens=first.total_tokens + second.total_tokens,
-        reasoning=reasoning,
-        cost=Cost(
-            input=first.cost.input + second.cost.input,
-            output=first.cost.output + second.cost.output,
-            cache_read=first.cost.cache_read + second.cost.cache_read,
-            cache_write=first.cost.cache_write + second.cost.cache_write,
-            total=first.cost.total + second.cost.total,
-        ),
-    )
-
-
 # ---------------------------------------------------------------------------------------
 # Results
 
@@ -842,7 +819,7 @@ async def compact(
                 prefix_prompt, "Turn prefix summarization", model, stream_fn, options
             )
             text = f"{history}\n\n---\n\n**Turn Context (split turn):**\n\n{prefix}"
-            usage = prefix_usage if usage is None else _add_usage(usage, prefix_usage)
+            usage = prefix_usage if usage is None else add_usage(usage, prefix_usage)
         else:
             prompt = _history_prompt(preparation.messages_to_summarize, prior, instructions)
             text, usage = await _request_summary(prompt, "Summarization", model, stream_fn, options)

@@ -19,6 +19,7 @@ import attrs
 from ._redaction import redact_headers_repr, redact_url
 
 __all__ = [
+    "add_usage",
     "BUILT_IN_MESSAGE_CLASSES",
     "AgentMessage",
     "AssistantContent",
@@ -264,6 +265,31 @@ class Usage:
     wire_extras: WireExtras | None = attrs.field(default=None, eq=False, repr=False)
     """Unmodelled keys and key order of a loaded object
     (see :class:`~trio_agent.serialization.WireExtras`)."""
+
+
+def add_usage(first: Usage, second: Usage) -> Usage:
+    """``first`` and ``second`` added up, field by field (costs included); ``reasoning``
+    stays ``None`` only when both are."""
+    reasoning = (
+        None
+        if first.reasoning is None and second.reasoning is None
+        else (first.reasoning or 0) + (second.reasoning or 0)
+    )
+    return Usage(
+        input=first.input + second.input,
+        output=first.output + second.output,
+        cache_read=first.cache_read + second.cache_read,
+        cache_write=first.cache_write + second.cache_write,
+        total_tokens=first.total_tokens + second.total_tokens,
+        reasoning=reasoning,
+        cost=Cost(
+            input=first.cost.input + second.cost.input,
+            output=first.cost.output + second.cost.output,
+            cache_read=first.cost.cache_read + second.cost.cache_read,
+            cache_write=first.cost.cache_write + second.cost.cache_write,
+            total=first.cost.total + second.cost.total,
+        ),
+    )
 
 
 @attrs.frozen(kw_only=True)

@@ -14,7 +14,14 @@ from typing import Any, Generic, Literal, TypeAlias, TypeVar
 import attrs
 
 from ._abort import AbortSignal
-from ._messages import AgentMessage, AssistantMessage, Cost, ToolCall, ToolResultMessage, Usage
+from ._messages import (
+    AgentMessage,
+    AssistantMessage,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    add_usage,
+)
 
 __all__ = [
     "LimitReached",
@@ -169,31 +176,8 @@ def sum_usage(messages: Sequence[AgentMessage]) -> Usage:
     total = Usage()
     for message in messages:
         if isinstance(message, AssistantMessage):
-            total = _add(total, message.usage)
+            total = add_usage(total, message.usage)
     return total
-
-
-def _add(a: Usage, b: Usage) -> Usage:
-    reasoning = (
-        None
-        if a.reasoning is None and b.reasoning is None
-        else ((a.reasoning or 0) + (b.reasoning or 0))
-    )
-    return Usage(
-        input=a.input + b.input,
-        output=a.output + b.output,
-        cache_read=a.cache_read + b.cache_read,
-        cache_write=a.cache_write + b.cache_write,
-        total_tokens=a.total_tokens + b.total_tokens,
-        reasoning=reasoning,
-        cost=Cost(
-            input=a.cost.input + b.cost.input,
-            output=a.cost.output + b.cost.output,
-            cache_read=a.cost.cache_read + b.cost.cache_read,
-            cache_write=a.cost.cache_write + b.cost.cache_write,
-            total=a.cost.total + b.cost.total,
-        ),
-    )
 
 
 OutputT = TypeVar("OutputT")

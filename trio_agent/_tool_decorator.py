@@ -393,49 +393,16 @@ def _attrs_spec(cls: type[Any], building: tuple[type[Any], ...]) -> _Spec:
         attrs.resolve_types(cls)
     except NameError as exc:
         raise _Unsupported(cls, f"cannot resolve its annotations ({exc})") from None
-    _, descriptions = _parse_docstring(inspect.getdoc(cls), frozenset({"Attributes"}))
-    properties: dict[str, Any] = {}
-    required: list[str] = []
-    converters: dict[str, _Convert] = {}
+    fields = []
     for field in attrs.fields(cls):
         if not field.init:
             continue
         if field.type is None:
             raise _Unsupported(cls, f"field {field.name!r} has no annotation")
-        has_default = field.default is not attrs.NOTHING
-        try:
-            spec = _property_spec(field.type, has_default, field.default, (*building, cls))
-        except _Unsupported as exc:
-            reason = f"field {field.name!r}: {_type_repr(exc.annotation)}"
-            if exc.reason:
-                reason += f" ({exc.reason})"
-            raise _Unsupported(cls, reason) from None
-        key = field.alias
-        description = descriptions.get(field.name) or descriptions.get(key)
-        properties[key] = _described(spec.schema, description)
-        converters[key] = spec.convert
-        if not has_default:
-            required.append(key)
-    schema = _object_schema(properties, required)
-
-    def convert(value: Any) -> Any:
-        if not isinstance(value, dict):
-            raise ToolArgumentsError(
-                f"expected an object for {cls.__name__}, got {json.dumps(value)}"
-            )
-        unknown = [key for key in value if key not in converters]
-        if unknown:
-            names = ", ".join(repr(key) for key in unknown)
-            raise ToolArgumentsError(f"unknown field(s) {names} for {cls.__name__}")
-        # Checked here, not left to ``cls(...)``: its TypeError would not be an argument
-        # error (arguments that skipped validation reach this point too).
-        missing = [key for key in required if key not in value]
-        if missing:
-            names = ", ".join(repr(key) for key in missing)
-            raise ToolArgumentsError(f"missing field(s) {names} for {cls.__name__}")
-        return cls(**{key: converters[key](item) for key, item in value.items()})
-
-    return _Spec(schema, convert)
+        fields.append((field.alias, field.type, field.default is not attrs.NOTHING, field.default))
+    # Checked in the conversion, not left to ``cls(...)``: its TypeError would not be an
+    # argument error (arguments that skipped validation reach this point too).
+    return _fields_spec(cls, fields, building, lambda values: cls(**values))
 
 
 def _property_spec(annotation: Any, has_default: bool, default: Any, building: Any) -> _Spec:
