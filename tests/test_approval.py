@@ -242,3 +242,43 @@ async def test_a_pending_call_is_reported_whatever_stop_reason_the_provider_gave
     agent, _ = make_agent([calls_without_tool_use], tools=[deleting_tool(ran)])
     result = await agent.prompt("clean up")
     assert (result.ending, [c.id for c in result.pending_approvals]) == ("approval", ["a"])
+
+
+async def test_an_approval_pending_across_a_restart_with_a_sqlite_store_runs_once(
+    tmp_path: Any,
+) -> None:
+    from trio_agent import Agent, AgentInitialState
+    from trio_agent.sessions import attach_agent, open_store
+
+    ran: list[str] = []
+    url = f"sqlite:{tmp_path / 'sessions.db'}"
+    provider = FauxProvider([asks("a"), faux_assistant_message("deleted it")])
+
+    def worker_agent() -> Agent:
+        return Agent(
+            AgentInitialState(model=provider.get_model(), tools=[deleting_tool(ran)]),
+            stream_fn=provider.stream_fn,
+        )
+
+    # The first worker: the run ends waiting for a decision, committed to the store.
+    async with open_store(url) as store:
+        session_id = (await store.create()).id
+        async with store.open_for_writing(session_id) as session:
+            agent = worker_agent()
+            async with attach_agent(agent, session):
+                result = await agent.prompt("clean up")
+    assert result.ending == "approval" and ran == []
+
+    # A restart: a new store object and a new agent; the pending call is in the transcript.
+    for _ in range(2):  # the second time there is nothing left to run
+        async with open_store(url) as store, store.open_for_writing(session_id) as session:
+            agent = worker_agent()
+            async with attach_agent(agent, session):
+                if agent.pending_approvals:
+                    assert [c.id for c in agent.pending_approvals] == ["a"]
+                    agent.approve("a")
+                    await agent.continue_()
+    assert ran == ["a"]
+    async with open_store(url) as store:
+        stored = (await store.open(session_id)).messages()
+    assert [m.role for m in stored[-3:]] == ["toolApproval", "toolResult", "assistant"]
