@@ -23,6 +23,7 @@ from .._demo import DEMO_SYSTEM_PROMPT, DEMO_TOOLS, DemoModel
 from .._messages import Model, ThinkingLevel
 from .._streaming import StreamFn
 from .._tools import AgentTool
+from .._util import collapse_exception_group
 from ._app import create_app
 from ._host import AgentFactory, DisconnectPolicy, open_agent_host
 from ._sessions import WebSessions
@@ -261,6 +262,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         trio.run(run)
-    except KeyboardInterrupt:
-        return 130
+    except BaseException as exc:
+        # Ctrl-C arrives inside the server's nurseries; see collapse_exception_group for
+        # the policy that puts it first.
+        error = collapse_exception_group(exc) if isinstance(exc, BaseExceptionGroup) else exc
+        if isinstance(error, KeyboardInterrupt):
+            return 130
+        raise
     return 0
