@@ -4,13 +4,16 @@ Trio worker on 127.0.0.1."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import trio
 
+from trio_agent import Agent, AgentEvent, UserMessage, content_text
 from trio_agent.models import FauxProvider, faux_assistant_message, faux_tool_call
-from trio_agent.web import agui_messages, create_app, open_agent_host
+from trio_agent.web import MemorySessions, agui_messages, create_app, open_agent_host
 
 from ._agui_grammar import check_agui_stream
 from ._sse_client import open_sse
@@ -211,3 +214,56 @@ async def test_closing_the_host_aborts_its_runs() -> None:
     messages = await host.messages(session_id)
     assert messages[-1].stop_reason == "aborted"  # type: ignore[union-attr]
     assert not host.is_running(session_id)
+
+
+async def test_steering_that_arrives_after_the_last_poll_is_not_left_queued() -> None:
+    provider = FauxProvider(
+        [faux_assistant_message("First."), faux_assistant_message("Then the late one.")]
+    )
+
+    def make(session_id: str) -> Agent:
+        agent = faux_factory(provider)(session_id)
+
+        def late_steer(event: AgentEvent) -> None:
+            # As if the page's steer request landed while agent_end was being sent.
+            if event.type == "agent_end" and len(agent.state.messages) < 4:
+                agent.steer(UserMessage(content="late"))
+
+        agent.subscribe(late_steer)
+        return agent
+
+    async with open_agent_host(make) as host:
+        session_id = await host.create_session()
+        stream = await host.start_run(session_id, "go")
+        async with stream:
+            events = [event async for event in stream.events]
+        check_agui_stream(events)
+        assert [e["type"] for e in events].count("RUN_STARTED") == 2
+        messages = await host.messages(session_id)
+        assert [content_text(m.content) for m in messages[1:]] == [  # type: ignore[union-attr]
+            "go",
+            "First.",
+            "late",
+            "Then the late one.",
+        ]
+
+
+async def test_a_failing_store_is_the_runs_error_not_the_hosts() -> None:
+    class Broken(MemorySessions):
+        @contextlib.asynccontextmanager
+        async def open_run(self, session_id: str, agent: Agent) -> AsyncIterator[None]:
+            await trio.lowlevel.checkpoint()
+            raise OSError("disk full")
+            yield  # pragma: no cover
+
+    provider = FauxProvider([faux_assistant_message("never")])
+    async with open_agent_host(faux_factory(provider), sessions=Broken()) as host:
+        session_id = await host.create_session()
+        stream = await host.start_run(session_id, "go")
+        async with stream:
+            events = [event async for event in stream.events]
+        assert events == [
+            {"type": "RUN_STARTED", "threadId": session_id, "runId": stream.run_id},
+            {"type": "RUN_ERROR", "message": "disk full", "code": "error"},
+        ]
+        assert not host.is_running(session_id)

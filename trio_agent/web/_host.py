@@ -19,7 +19,7 @@ import trio
 
 from .._agent import Agent
 from .._events import AgentEvent
-from .._messages import AgentMessage, UserMessage
+from .._messages import AgentMessage, AssistantMessage, UserMessage
 from .._util import error_text, maybe_await
 from ._agui import AgUiEncoder, agui_messages
 from ._sessions import MemorySessions, SessionInfo, WebSessions
@@ -59,6 +59,7 @@ class _Run:
     scope: trio.CancelScope = attrs.Factory(trio.CancelScope)
     agent: Agent | None = None
     finished: trio.Event = attrs.Factory(trio.Event)
+    published: bool = False
 
     async def publish(self, events: Sequence[dict[str, Any]]) -> None:
         for event in events:
@@ -248,39 +249,57 @@ class AgentHost:
             await run.finished.wait()
 
     async def _run(self, run: _Run, messages: list[AgentMessage]) -> None:
-        encoder: AgUiEncoder | None = None
+        encoder = AgUiEncoder(thread_id=run.session_id, run_id=run.run_id)
         try:
             agent = await self._agent(run.session_id)
             with run.scope:
                 async with self.sessions.open_run(run.session_id, agent):
                     run.agent = agent
-                    encoder = AgUiEncoder(
-                        thread_id=run.session_id,
-                        run_id=run.run_id,
-                        first_message_index=len(agent.state.messages),
-                    )
-                    encode = encoder.encode
 
                     async def listener(event: AgentEvent) -> None:
-                        events = encode(event)
+                        if event.type == "agent_start":
+                            nonlocal encoder
+                            encoder = AgUiEncoder(
+                                thread_id=run.session_id,
+                                run_id=run.run_id,
+                                first_message_index=len(agent.state.messages),
+                            )
+                        events = encoder.encode(event)
                         if events:
+                            run.published = True
                             await run.publish(events)
 
                     unsubscribe = agent.subscribe(listener)
                     try:
                         await agent.prompt(messages)
+                        # Steering or a follow-up that arrived after the run's last poll
+                        # (while its closing events were being sent, say) is not left
+                        # queued for some later prompt: the run goes on with it, as a
+                        # next AG-UI run on the same stream.
+                        while agent.has_queued_messages() and _ended_normally(agent):
+                            run.run_id = secrets.token_hex(8)
+                            await agent.continue_()
                     finally:
                         unsubscribe()
         except Exception as exc:
             # A run's failure is the run's (its client sees RUN_ERROR), never the host's.
             logger.exception("run %s of session %s failed", run.run_id, run.session_id)
-            encoder = encoder or AgUiEncoder(thread_id=run.session_id, run_id=run.run_id)
+            events = [encoder.run_error(error_text(exc))]
+            if not run.published:
+                events.insert(0, encoder.run_started())
             with trio.move_on_after(1, shield=True):
-                await run.publish([encoder.run_started(), encoder.run_error(error_text(exc))])
+                await run.publish(events)
         finally:
             del self._runs[run.session_id]
             run.close_subscribers()
             run.finished.set()
+
+
+def _ended_normally(agent: Agent) -> bool:
+    """Whether the agent's last run ended neither aborted nor failed."""
+    messages = agent.state.messages
+    last = messages[-1] if messages else None
+    return not (isinstance(last, AssistantMessage) and last.stop_reason in ("aborted", "error"))
 
 
 @contextlib.asynccontextmanager
