@@ -139,7 +139,7 @@ async def _approved(
 ) -> AgentToolCallOutcome | None:
     """``None`` when the call may run; else its denial (a decision in the transcript, or
     the inline approver's answer)."""
-    decision = hooks.decided.get(tool_call.id)
+    decision = hooks.decided.get(tool_call.id) if hooks.decided else None
     if decision is not None:
         approved, reason = decision.approved, decision.reason
     elif hooks.approve is not None and await needs_approval(tool, tool_call):
@@ -167,9 +167,10 @@ async def _prepare(
             if new_args is not tool_call.arguments:
                 prepared_call = attrs.evolve(tool_call, arguments=new_args)
         args = validate_tool_arguments(tool, prepared_call)
-        denied = await _approved(tool_call, tool, hooks)
-        if denied is not None:
-            return denied
+        if hooks.decided or (tool.needs_approval and hooks.approve is not None):
+            denied = await _approved(tool_call, tool, hooks)
+            if denied is not None:
+                return denied
         if hooks.before_tool_call is not None:
             decision = await maybe_await(
                 hooks.before_tool_call(
@@ -499,8 +500,9 @@ class ToolBatch:
             deferred: list[tuple[_Call, _Prepared]] = []
             for call in self.calls:
                 if (
-                    approve is None
-                    and call.tool is not None
+                    call.tool is not None
+                    and call.tool.needs_approval  # False or None: nothing to await
+                    and approve is None
                     and call.tool_call.id not in hooks.decided
                     and await needs_approval(call.tool, call.tool_call)
                 ):
