@@ -267,3 +267,17 @@ async def test_a_failing_store_is_the_runs_error_not_the_hosts() -> None:
             {"type": "RUN_ERROR", "message": "disk full", "code": "error"},
         ]
         assert not host.is_running(session_id)
+
+
+async def test_a_watcher_that_leaves_does_not_abort_the_run() -> None:
+    provider = FauxProvider([faux_assistant_message("word " * 40)], tokens_per_second=400)
+    async with running_server(provider) as server:
+        session_id = await server.new_session()
+        stream = await server.host.start_run(session_id, "go")
+        async with stream:
+            async with open_sse(server.url, f"/api/sessions/{session_id}/runs/current") as watcher:
+                assert (await watcher.next_event()) is not None
+            # The watcher has gone; the starter reads on to the end.
+            events = [event async for event in stream.events]
+        assert events[-1]["type"] == "RUN_FINISHED"
+        assert events[-1]["outcome"] == {"type": "success"}

@@ -139,10 +139,10 @@ class _Api:
         if stream is None:
             return Response(status_code=204)
         started = {"type": "RUN_STARTED", "threadId": stream.session_id, "runId": stream.run_id}
+        # A watcher that goes away leaves the run alone: only the client that started
+        # the run decides (on_disconnect).
         return _AsgiResponse(
-            EventStreamResponse(
-                stream.events, on_disconnect=lambda: host.detach(stream), first=[started]
-            )
+            EventStreamResponse(stream.events, on_disconnect=lambda: None, first=[started])
         )
 
     async def steer(self, request: Request) -> Response:
