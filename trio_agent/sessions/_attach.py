@@ -14,8 +14,8 @@ from __future__ import annotations
 import contextlib
 import secrets
 import typing
-from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Awaitable
+from typing import TYPE_CHECKING, Any, Final
 
 from .._abort import AbortSignal
 from .._exceptions import AgentBusyError
@@ -36,6 +36,9 @@ if TYPE_CHECKING:
     from .._agent import Agent
 
 __all__ = ["attach_agent"]
+
+
+_RECORDED: Final = frozenset({"message_end", "tool_execution_start", "agent_start", "agent_end"})
 
 
 class _Recorder:
@@ -60,7 +63,15 @@ class _Recorder:
             self.thinking_level = state.thinking_level
         return changes
 
-    async def __call__(self, event: Any, signal: AbortSignal) -> None:
+    def __call__(self, event: Any, signal: AbortSignal) -> Awaitable[None] | None:
+        # A plain listener that returns an awaitable for the events it records, which the
+        # agent then awaits before going on; the others (every message_update) cost no
+        # checkpoint, as for any listener that does not await.
+        if event.type in _RECORDED:
+            return self._record(event, signal)
+        return None
+
+    async def _record(self, event: Any, signal: AbortSignal) -> None:
         kind = event.type
         session = self.session
         if kind == "message_end":
