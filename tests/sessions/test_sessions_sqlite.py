@@ -13,7 +13,7 @@ import pytest
 import trio
 
 from trio_agent import UserMessage
-from trio_agent.sessions import MessageEntry, SqliteStore, open_store
+from trio_agent.sessions import MessageEntry, SessionStoreError, SqliteStore, open_store
 
 from . import _sqlite_writer as writer
 
@@ -69,3 +69,23 @@ async def test_a_lock_held_past_the_busy_timeout_is_waited_out(tmp_path: Path) -
         holder.close()
         (entry,) = (await store.open("s")).entries
         assert isinstance(entry, MessageEntry)
+
+
+async def test_a_full_database_is_a_clear_error_that_loses_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "full.db"
+    async with SqliteStore(path) as store:
+        session = await store.create(session_id="s")
+        await session.append_message(UserMessage(content="kept", timestamp=1))
+        connection = store.backend._connection  # type: ignore[attr-defined]  # the test's lever
+        (pages,) = connection.execute("PRAGMA page_count").fetchone()
+        connection.execute(f"PRAGMA max_page_count = {pages}")  # SQLite's own "disk full"
+        with pytest.raises(SessionStoreError) as info:
+            await session.append_message(UserMessage(content="x" * 100_000, timestamp=1))
+        assert str(info.value) == (
+            f"cannot write the session database {path}: database or disk is full"
+        )
+        assert len(session.entries) == 1
+        connection.execute("PRAGMA max_page_count = 1073741823")
+        await session.append_message(UserMessage(content="after", timestamp=1))
+        stored = await store.open("s")
+        assert [m.content for m in stored.messages()] == ["kept", "after"]  # type: ignore[union-attr]
