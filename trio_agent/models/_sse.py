@@ -111,6 +111,9 @@ class SseDecoder:
             self._skip_lf = False
             if text.startswith("\n"):
                 text = text[1:]
+        if "\r" not in text:
+            self._lf_lines(text, out)
+            return out
         position = 0
         for match in _LINE_END.finditer(text):
             piece = text[position : match.start()]
@@ -124,6 +127,29 @@ class SseDecoder:
             self._partial.append(text[position:])
         self._skip_lf = text.endswith("\r")
         return out
+
+    def _lf_lines(self, text: str, out: list[SseEvent]) -> None:
+        """:meth:`_text` for text without ``\r`` (what servers send): split at ``\n``,
+        with ``data:`` lines handled here rather than in :meth:`_line`."""
+        lines = text.split("\n")
+        rest = lines.pop()  # after the last "\n": the start of an unterminated line
+        if self._partial and lines:
+            self._partial.append(lines[0])
+            lines[0] = "".join(self._partial)
+            self._partial.clear()
+        raw = self._raw
+        for line in lines:
+            if line.startswith("data:"):
+                if len(raw) < _RAW_LINES:
+                    raw.append(line)
+                self._data.append(line[6:] if line.startswith("data: ") else line[5:])
+            elif line:
+                self._line(line, out)
+            else:
+                self._dispatch(out)
+                raw = self._raw
+        if rest:
+            self._partial.append(rest)
 
     def _line(self, line: str, out: list[SseEvent]) -> None:
         if not line:

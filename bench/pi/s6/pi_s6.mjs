@@ -44,7 +44,10 @@ async function streamOnce(port, k) {
 	let deltas = 0;
 	let final;
 	const t0 = process.hrtime.bigint();
-	for await (const event of streamSimple(model(port, k), context, { apiKey: "sk-s6-0123456789" })) {
+	for await (const event of streamSimple(model(port, k), context, {
+		apiKey: "sk-s6-0123456789",
+		signal: new AbortController().signal, // as the agent streams (and ta_s6.py does)
+	})) {
 		const t = event.type;
 		if ((t === "text_delta" || t === "toolcall_delta") && event.delta) deltas += 1;
 		else if (t === "done") final = event.message;

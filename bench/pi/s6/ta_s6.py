@@ -23,6 +23,7 @@ import time
 import trio
 
 import bodies
+from trio_agent import AbortController
 from trio_agent._messages import Message, Model, UserMessage
 from trio_agent._streaming import LlmContext, StreamOptions
 from trio_agent.models import Models
@@ -40,7 +41,8 @@ def rss_bytes() -> int:
 async def stream_once(models: Models, api: str, kind: str, n: int, port: int) -> tuple[float, int, object]:
     model = from_dict(bodies.model(api, f"http://127.0.0.1:{port}/{api}/{kind}/{n}/v1"), Model)
     context = LlmContext(messages=[UserMessage(content="go")])
-    options = StreamOptions(api_key="sk-s6-0123456789")
+    # with an abort signal, as the agent streams (and pi_s6.mjs does)
+    options = StreamOptions(api_key="sk-s6-0123456789", signal=AbortController().signal)
     deltas = 0
     final = None
     t0 = time.perf_counter()
