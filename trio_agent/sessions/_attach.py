@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from .._abort import AbortSignal
 from .._exceptions import AgentBusyError
-from .._messages import AssistantMessage, ThinkingLevel
+from .._messages import AssistantMessage, SystemMessage, ThinkingLevel
 from ._entries import (
     MessageEntry,
     ModelChangeEntry,
@@ -38,7 +38,9 @@ if TYPE_CHECKING:
 __all__ = ["attach_agent"]
 
 
-_RECORDED: Final = frozenset({"message_end", "tool_execution_start", "agent_start", "agent_end"})
+_RECORDED: Final = frozenset(
+    {"message_end", "tool_execution_start", "agent_start", "agent_end", "compaction"}
+)
 
 
 class _Recorder:
@@ -49,6 +51,13 @@ class _Recorder:
         context = session.context()
         self.model = context.model
         self.thinking_level = context.thinking_level
+        # The session entry of each message object the agent holds, for a compaction's
+        # first kept entry.
+        self.entry_of: dict[int, str] = {
+            id(entry.message): entry.id
+            for entry in session.current_branch()
+            if isinstance(entry, MessageEntry)
+        }
 
     def _changes(self) -> list[SessionEntry]:
         """Model and thinking-level entries for what changed since they were recorded."""
@@ -81,7 +90,10 @@ class _Recorder:
                 self.model = (message.provider, message.model)
             # A message an inbox delivered keeps its queue id (see _inbox.py).
             entry = MessageEntry(id=queued_entry_id(session, message), message=message)
-            await session.append([*self._changes(), entry])
+            stored = await session.append([*self._changes(), entry])
+            self.entry_of[id(message)] = stored[-1].id
+        elif kind == "compaction" and event.messages is not None:
+            await self._compaction(event)
         elif kind == "tool_execution_start":
             replay = next(
                 (tool.replay for tool in self.agent.state.tools if tool.name == event.tool_name),
@@ -113,6 +125,33 @@ class _Recorder:
             run_id, self.run_id = self.run_id or "", None
             await session.finish_run(run_id, outcome)
 
+    async def _compaction(self, event: Any) -> None:
+        """pi's ``compaction`` entry for a compaction of the agent's transcript: its
+        summary, the entry of the first message kept, the size before, the details."""
+        summary = event.summary
+        kept = [
+            message
+            for message in event.messages
+            if message is not summary and not isinstance(message, SystemMessage)
+        ]
+        first_kept = self.entry_of.get(id(kept[0])) if kept else None
+        await self.session.append_compaction(
+            getattr(summary, "summary", ""),
+            first_kept,
+            event.tokens_before,
+            details=_details_json(getattr(summary, "details", None)),
+        )
+
+
+def _details_json(details: Any) -> Any:
+    """The summary's details as pi writes them (``readFiles`` / ``modifiedFiles``)."""
+    if details is None:
+        return None
+    return {
+        "readFiles": list(getattr(details, "read_files", []) or []),
+        "modifiedFiles": list(getattr(details, "modified_files", []) or []),
+    }
+
 
 @contextlib.asynccontextmanager
 async def attach_agent(agent: Agent, session: Session) -> AsyncIterator[Session]:
@@ -131,6 +170,9 @@ async def attach_agent(agent: Agent, session: Session) -> AsyncIterator[Session]
       closing messages of an aborted or failed run included;
     - a :class:`ModelChangeEntry` / :class:`ThinkingLevelChangeEntry` when a run starts
       or a message ends with another model or level than the branch has;
+    - a :class:`CompactionEntry` (pi's) for each compaction of the agent's transcript
+      (the ``compaction`` event): its summary, the entry of the first message kept, the
+      size before and the file details, so a reopened session resumes from the summary;
     - the run journal: :class:`RunStartedEntry` at ``agent_start``,
       :class:`ToolStartedEntry` (with the tool's ``replay``) at ``tool_execution_start``,
       :class:`RunFinishedEntry` at ``agent_end``.
