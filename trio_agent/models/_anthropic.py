@@ -603,6 +603,8 @@ class AnthropicEventMapper:
         kind = event.get("type")
         if self._error_data is not None or kind == "error":
             raise ProviderStreamError(self._error_data or compact_json(event))
+        if kind == "content_block_delta":  # the per-token event
+            return self._on_content_block_delta(event)
         if kind not in _HANDLED_EVENTS:
             return []
         handler = getattr(self, f"_on_{kind}")

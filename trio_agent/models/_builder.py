@@ -220,7 +220,9 @@ class AssistantMessageBuilder:
 
     def text_delta(self, index: int, delta: str) -> TextDeltaEvent:
         """Append ``delta`` to the text block at ``index``."""
-        block = self._block(index, TextContent)
+        block = self._content[index]
+        if type(block) is not TextContent:  # the check of _block, off the per-token path
+            block = self._block(index, TextContent)
         growing = self._texts[index]
         if growing.add(delta):
             # Direct construction: this runs once per streamed token (attrs.evolve is slower).

@@ -542,10 +542,16 @@ class _HttpStream:
         self._reading = scope = trio.CancelScope()
         try:
             with scope:
-                piece = await self._next_piece(chunks)
+                try:
+                    piece = await anext(chunks)
+                except StopAsyncIteration:
+                    piece = None
+                except httpx.TransportError as exc:
+                    raise ProviderStreamError(connection_error_message(exc)) from exc
         finally:
             self._reading = None
-        self.check_abort()
+        if signal.aborted:
+            raise _Aborted
         return piece
 
     def _cancel_reading(self) -> None:

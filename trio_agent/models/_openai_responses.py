@@ -132,6 +132,11 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+# Built once: ``json.loads`` with ``parse_constant`` builds a decoder per call, a cost paid
+# per streamed event. (A text starting with a byte order mark fails here as in json.loads.)
+_EVENT_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
 def _normalize_id_part(text: str) -> str:
     return _INVALID_ID_CHARS.sub("_", text)[:_MAX_ID_LENGTH].rstrip("_")
 
@@ -481,7 +486,7 @@ class ResponsesEventMapper:
             return None
         try:
             # Strict, as JSON.parse: no repair, no NaN or Infinity (parity row U38).
-            payload = json.loads(sse.data, parse_constant=_reject_constant)
+            payload = _EVENT_DECODER.decode(sse.data)
         except ValueError:
             raise ProviderStreamError(MALFORMED_EVENT_JSON) from None
         nested = payload.get("error", UNDEFINED) if isinstance(payload, dict) else UNDEFINED

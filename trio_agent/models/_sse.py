@@ -130,7 +130,7 @@ class SseDecoder:
 
     def _lf_lines(self, text: str, out: list[SseEvent]) -> None:
         """:meth:`_text` for text without ``\r`` (what servers send): split at ``\n``,
-        with ``data:`` lines handled here rather than in :meth:`_line`."""
+        with ``data:`` and ``event:`` lines handled here rather than in :meth:`_line`."""
         lines = text.split("\n")
         rest = lines.pop()  # after the last "\n": the start of an unterminated line
         if self._partial and lines:
@@ -143,6 +143,10 @@ class SseDecoder:
                 if len(raw) < _RAW_LINES:
                     raw.append(line)
                 self._data.append(line[6:] if line.startswith("data: ") else line[5:])
+            elif line.startswith("event:"):
+                if len(raw) < _RAW_LINES:
+                    raw.append(line)
+                self._event = line[7:] if line.startswith("event: ") else line[6:]
             elif line:
                 self._line(line, out)
             else:
