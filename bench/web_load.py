@@ -89,8 +89,22 @@ def _serve(port: int, tokens_per_second: float) -> None:
         assert root is not None
         return walk(root)
 
+    def task_names() -> dict[str, int]:
+        names: dict[str, int] = {}
+
+        def walk(task: trio.lowlevel.Task) -> None:
+            names[task.name] = names.get(task.name, 0) + 1
+            for nursery in task.child_nurseries:
+                for child in nursery.child_tasks:
+                    walk(child)
+
+        root = trio.lowlevel.current_root_task()
+        assert root is not None
+        walk(root)
+        return names
+
     async def tasks(request: Request) -> JSONResponse:
-        return JSONResponse({"tasks": count_tasks()})
+        return JSONResponse({"tasks": count_tasks(), "names": task_names()})
 
     async def run() -> None:
         from hypercorn.trio import serve
@@ -181,6 +195,16 @@ def _p99(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
 
 
+async def _settled_tasks(base: str) -> int:
+    """The server's task count once connections that are closing have closed: the lowest
+    of several samples (each sample's own connection is one of the tasks)."""
+    samples = []
+    for _ in range(10):
+        samples.append((await _get(base, "/debug/tasks"))["tasks"])
+        await trio.sleep(0.1)
+    return int(min(samples))
+
+
 async def _get(base: str, path: str) -> Any:
     """One GET on a connection of its own, closed after it (so that the server's task
     count sees the same one measuring connection every time)."""
@@ -196,13 +220,13 @@ async def _measure(port: int, pid: int, clients: int) -> dict[str, Any]:
         async with http.stream("POST", f"/api/sessions/{warm}/runs", json={"prompt": "hi"}) as r:
             await r.aread()
         session_ids = [(await http.post("/api/sessions")).json()["id"] for _ in range(clients)]
+    baseline_tasks = await _settled_tasks(base)
     floor_ms: list[float] = []
     async with trio.open_nursery() as nursery:
         for session_id in session_ids:
             nursery.start_soon(_floor_request, port, f"/api/sessions/{session_id}", floor_ms)
     await trio.sleep(0.5)
     baseline_kib = _rss_kib(pid)
-    baseline_tasks = (await _get(base, "/debug/tasks"))["tasks"]
 
     first_event_ms: list[float] = []
     opened = trio.Semaphore(clients, max_value=clients)
@@ -230,8 +254,14 @@ async def _measure(port: int, pid: int, clients: int) -> dict[str, Any]:
             break
         await trio.sleep(0.05)
     settle_ms = (time.perf_counter() - started) * 1000
-    await trio.sleep(0.2)
-    left_tasks = (await _get(base, "/debug/tasks"))["tasks"]
+    # Hypercorn may keep a connection whose client has gone until its keep-alive
+    # timeout (5 s by default): wait for the count to come back, up to 15 s.
+    while True:
+        left_tasks = (await _get(base, "/debug/tasks"))["tasks"]
+        if left_tasks <= baseline_tasks or time.perf_counter() - started > 15:
+            break
+        await trio.sleep(0.1)
+    tasks_settle_ms = (time.perf_counter() - started) * 1000
     await trio.sleep(0.2)
     return {
         "scenario": "web_load",
@@ -250,6 +280,10 @@ async def _measure(port: int, pid: int, clients: int) -> dict[str, Any]:
         "connections_left_after_disconnect": _established(port),
         "server_tasks_baseline": baseline_tasks,
         "server_tasks_after_disconnect": left_tasks,
+        "ms_until_tasks_back_to_baseline": round(tasks_settle_ms, 1),
+        "server_task_names_after_disconnect": (await _get(base, "/debug/tasks"))["names"]
+        if left_tasks > baseline_tasks
+        else None,
     }
 
 
