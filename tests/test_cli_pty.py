@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
@@ -9,9 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 
-from trio_agent import UserMessage, content_text
+from trio_agent import AgentMessage, UserMessage, content_text
 from trio_agent.serialization import load_transcript
+from trio_agent.sessions import open_store
 
 pexpect = pytest.importorskip("pexpect")
 
@@ -56,6 +59,17 @@ def _expect(child: Any, text: str) -> None:
 
 def _users(path: Path) -> list[str]:
     return [content_text(m.content) for m in load_transcript(path) if isinstance(m, UserMessage)]
+
+
+def _stored(directory: Path) -> list[AgentMessage]:
+    """The messages of the one session of a ``jsonl:`` store."""
+
+    async def read() -> list[AgentMessage]:
+        async with open_store(f"jsonl:{directory}") as store:
+            [header] = await store.list()
+            return (await store.open(header.id)).messages()
+
+    return trio.run(read)
 
 
 def _plain(text: str) -> str:
@@ -146,10 +160,15 @@ def test_ctrl_c_aborts_then_exits_130_without_colours(tmp_path: Path) -> None:
     child.close()
     assert child.exitstatus == 130
     assert not SGR.search(output)  # NO_COLOR
-    # The chat was saved in the sessions directory, the abort included.
-    [saved] = (tmp_path / "state" / "trio-agent" / "sessions").glob("*.jsonl")
-    assert _users(saved) == ["hello"]
-    assert [m.role for m in load_transcript(saved)][-1] == "assistant"
+    # The chat was saved in the sessions directory, the abort included, as a pi session
+    # file (format version 3).
+    sessions = tmp_path / "state" / "trio-agent" / "sessions"
+    [saved] = sessions.glob("*.jsonl")
+    header = json.loads(saved.read_text(encoding="utf-8").splitlines()[0])
+    assert (header["type"], header["version"]) == ("session", 3)
+    messages = _stored(sessions)
+    assert [content_text(m.content) for m in messages if isinstance(m, UserMessage)] == ["hello"]
+    assert [m.role for m in messages][-1] == "assistant"
 
 
 def test_ctrl_c_clears_a_half_typed_line_and_exits_on_an_empty_one(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from ._files import open_regular_file
 
 __all__ = [
     "COMMAND_PARSER",
+    "CommandError",
     "DEFAULT_MAX_RETRIES",
     "DEMO_PROVIDER",
     "PLACEHOLDER_API_KEY",
@@ -54,6 +55,12 @@ COMMAND_PARSER = "_command_parser"
 
 class UsageError(Exception):
     """A command line that cannot run (reported like argparse errors, exit status 2)."""
+
+
+class CommandError(Exception):
+    """A command that cannot go on for a reason outside the command line: a session that
+    another process is writing, a store that failed (``trio-agent: error: ...``, exit
+    status 1)."""
 
 
 # ---------------------------------------------------------------------------------------
@@ -198,9 +205,49 @@ def build_parser() -> argparse.ArgumentParser:
     models.add_argument(
         "provider", metavar="PROVIDER", nargs="?", help="list only this provider's models"
     )
-    for command in (run, chat, models):
+    sessions = commands.add_parser(
+        "sessions",
+        help="list, show or delete saved sessions",
+        description=(
+            "The sessions of the session store: by default the chats saved in the "
+            "sessions directory, as pi's JSONL session files; --store URL picks another "
+            "store."
+        ),
+    )
+    actions = sessions.add_subparsers(dest="action", required=True, metavar="ACTION")
+    listing = actions.add_parser(
+        "list",
+        help="list the sessions, most recent first",
+        description="List the sessions: id, creation time, messages and first prompt.",
+    )
+    show = actions.add_parser(
+        "show", help="print a session's conversation", description="Print a session's messages."
+    )
+    delete = actions.add_parser(
+        "delete",
+        help="delete a session",
+        description="Delete a session (refused while another process is writing it).",
+    )
+    for action in (show, delete):
+        action.add_argument(
+            "session", metavar="ID|FILE.jsonl", help="a session id of the store, or a file"
+        )
+    for action in (listing, show, delete):
+        _add_store_option(action)
+    for command in (run, chat, models, sessions):
         command.set_defaults(**{COMMAND_PARSER: command})
+    for action in (listing, show, delete):
+        action.set_defaults(**{COMMAND_PARSER: action})
     return parser
+
+
+def _add_store_option(group: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    group.add_argument(
+        "--store",
+        metavar="URL",
+        help="the session store: jsonl:DIR, sqlite:PATH, postgresql://..., memory: "
+        "(default: jsonl: of the sessions directory, pi's session files)",
+    )
 
 
 def _add_options(common: argparse.ArgumentParser) -> None:
@@ -265,6 +312,12 @@ def _add_options(common: argparse.ArgumentParser) -> None:
         help="offer the demo tools to any model (by default only the demo model gets them)",
     )
     agent.add_argument(
+        "--no-compaction",
+        action="store_true",
+        help="never compact automatically (by default, when the context nears the model's "
+        "window, older messages become a summary; /compact does it on demand)",
+    )
+    agent.add_argument(
         "--image",
         action="append",
         type=Path,
@@ -276,9 +329,11 @@ def _add_options(common: argparse.ArgumentParser) -> None:
     where = sessions.add_mutually_exclusive_group()
     where.add_argument(
         "--session",
-        type=Path,
-        metavar="FILE.jsonl",
-        help="load the transcript from FILE if it exists; write it back after each run",
+        metavar="ID|FILE.jsonl",
+        help="a session of the store (created if new; every message is saved as it "
+        "ends), or a file (a name with a '/' or ending in .jsonl): a transcript file is "
+        "loaded if it exists and written back after each run, a pi session file is "
+        "opened in its directory",
     )
     where.add_argument(
         "-c",
@@ -292,6 +347,7 @@ def _add_options(common: argparse.ArgumentParser) -> None:
         action="store_true",
         help="chat: do not save the conversation in the sessions directory",
     )
+    _add_store_option(sessions)
     output = common.add_argument_group("output")
     output.add_argument(
         "--json", action="store_true", help="print every event as one JSON line on stdout"

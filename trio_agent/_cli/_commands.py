@@ -15,6 +15,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "/reset": ("", "start a new conversation (the system prompt stays)"),
     "/model": ("[PROVIDER/ID]", "show the model, or switch, e.g. /model openai/gpt-4o-mini"),
     "/thinking": ("LEVEL", "set the thinking level (off, minimal, low, medium, high, ...)"),
+    "/compact": ("[INSTRUCTIONS]", "summarize older messages now (INSTRUCTIONS: what to keep)"),
+    "/sessions": ("", "list the saved sessions (* marks this one)"),
     "/save": ("PATH", "write the conversation to PATH as JSON Lines"),
     "/followup": ("TEXT", "queue TEXT until the agent has finished (while it works)"),
     "/quit": ("", "exit (also /exit, Ctrl-D)"),

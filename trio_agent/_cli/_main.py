@@ -16,15 +16,18 @@ import trio
 
 from .. import __version__
 from .._agent import Agent, AgentInitialState
+from .._compaction import CompactionSettings
 from .._demo import DemoModel
 from .._events import AssistantMessageEvent
 from .._messages import AgentMessage, ImageContent, Model
 from .._streaming import LlmContext, StreamOptions
 from .._util import collapse_exception_group
 from ..models import Models
+from ..sessions import SessionBusyError, SessionError, SessionNotFoundError
 from ._args import (
     COMMAND_PARSER,
     PROG,
+    CommandError,
     ModelSpec,
     UsageError,
     build_parser,
@@ -44,8 +47,19 @@ from ._session import (
     history_file,
     latest_session,
     load_session,
-    new_session_path,
     sessions_directory,
+)
+from ._store import (
+    StoreSession,
+    check_session_id,
+    default_store_url,
+    file_format,
+    is_file_name,
+    new_session_id,
+    opened_store,
+    session_rows,
+    session_table,
+    show_lines,
 )
 
 __all__ = ["main", "run_program"]
@@ -164,22 +178,23 @@ async def _run_program(
 ) -> int:
     if args.command == "models":
         return await _list_models(args.provider, stdout, stderr)
+    if args.command == "sessions":
+        return await _sessions_command(args, stdout, stderr)
     check_options(args)
     chat = args.command == "chat"
     if interactive is None:
         interactive = chat and lines is None and is_terminal(stdin)
-    # The session: --session, --continue, or (a chat on a terminal) a new saved one.
-    session: Path | None = args.session
-    autosave = False
-    if args.continue_:
-        session = latest_session(sessions_directory())
-    elif session is None and chat and interactive and not args.no_session and lines is None:
-        session = new_session_path(sessions_directory())
-        autosave = True
+    # The session: --session, --continue, or (a chat on a terminal) a new one of the store.
+    target = await _session_target(
+        args, autosave=chat and interactive and not args.no_session and lines is None
+    )
+    session = target if isinstance(target, Path) else None
+    stored = target if isinstance(target, StoreSession) else None
+    autosave = stored is not None and stored.create and not args.session
     # Files are read in threads that Ctrl-C abandons (the program ends; the thread with
     # it): a slow disk or a file that never ends must not hold the program.
     messages: list[AgentMessage] | None = None
-    if session is not None and not autosave:
+    if session is not None:
         messages = await trio.to_thread.run_sync(load_session, session, abandon_on_cancel=True)
     images: list[ImageContent] = [
         await trio.to_thread.run_sync(read_image, path, abandon_on_cancel=True)
@@ -224,68 +239,221 @@ async def _run_program(
             get_api_key=choice.get_api_key,
             max_retries=args.max_retries,
             temperature=args.temperature,
+            compaction=None if args.no_compaction else CompactionSettings(),
         )
         agent.subscribe(renderer)
         program = Program(
             agent,
             renderer,
             session=session,
+            store=stored,
+            store_url=args.store or default_store_url(),
             interactive=interactive,
             show_usage=show_usage and not args.json,
             choose_model=models.choose,
             new_session_only=autosave,
         )
-        if interactive and not args.json:
-            renderer.notice(renderer.style("bold", _banner(agent, demo)))
-        if messages and not args.json:
-            renderer.info("session", f"resumed {len(messages)} messages from {str(session)!r}")
-            if args.continue_:
-                for tag, text in last_exchange(messages):
-                    renderer.info(tag, text)
-        if demo and images and not args.json:
-            renderer.info(
-                "image",
-                "the offline demo model ignores images: it answers as if none were attached "
-                "(--model PROVIDER/ID selects a model that reads them)",
+        async with contextlib.AsyncExitStack() as attached:
+            if stored is not None and not autosave:
+                # Claimed for the whole program: a second trio-agent on it stops at once.
+                await attached.enter_async_context(stored.open(agent, tools))
+                messages = list(agent.state.messages)
+            return await _start(
+                args,
+                program,
+                renderer,
+                stdin=stdin,
+                stdout=stdout,
+                handle_signals=handle_signals,
+                lines=lines,
+                interactive=interactive,
+                demo=demo,
+                images=images,
+                prompt=prompt,
+                messages=messages,
+                where=repr(str(session)) if session is not None else stored.label if stored else "",
             )
-        elif autosave and session is not None:
-            try:
+    raise AssertionError("unreachable")  # pragma: no cover  (mypy: the block returns)
+
+
+async def _start(
+    args: argparse.Namespace,
+    program: Program,
+    renderer: Renderer,
+    *,
+    stdin: TextIO,
+    stdout: TextIO,
+    handle_signals: bool,
+    lines: trio.MemoryReceiveChannel[str] | None,
+    interactive: bool,
+    demo: bool,
+    images: list[ImageContent],
+    prompt: str,
+    messages: list[AgentMessage] | None,
+    where: str,
+) -> int:
+    """What follows the agent's creation: the banner and notices, then the run or the
+    chat."""
+    agent = program.agent
+    session = program.options.session
+    stored = program.options.store
+    autosave = program.options.new_session_only
+    if interactive and not args.json:
+        renderer.notice(renderer.style("bold", _banner(agent, demo)))
+    if stored is not None and stored.session is not None and not args.json:
+        for note in stored.session.dropped:
+            renderer.info("session", note)
+    said = messages and any(m.role != "system" for m in messages)
+    if messages and (said or session is not None) and not args.json:
+        renderer.info("session", f"resumed {len(messages)} messages from {where}")
+        if args.continue_:
+            for tag, text in last_exchange(messages):
+                renderer.info(tag, text)
+    if demo and images and not args.json:
+        renderer.info(
+            "image",
+            "the offline demo model ignores images: it answers as if none were attached "
+            "(--model PROVIDER/ID selects a model that reads them)",
+        )
+    elif autosave and stored is not None:
+        directory = sessions_directory()
+        try:
+            if args.store is None:
                 await trio.to_thread.run_sync(
-                    functools.partial(session.parent.mkdir, parents=True, exist_ok=True)
+                    functools.partial(directory.mkdir, parents=True, exist_ok=True)
                 )
-            except OSError as exc:
-                renderer.error(f"cannot save the chat in {str(session.parent)!r}: {exc.strerror}")
-                program.options = attrs.evolve(program.options, session=None)
-            else:
-                renderer.info("session", f"saving to {str(session)!r}")
-        if not chat:
-            return await program.run(
-                lambda: program.run_once(prompt, images), handle_signals=handle_signals
+        except OSError as exc:
+            renderer.error(f"cannot save the chat in {str(directory)!r}: {exc.strerror}")
+            program.options = attrs.evolve(program.options, store=None)
+        else:
+            renderer.info("session", f"saving to {stored.url} as session {stored.session_id!r}")
+    if args.command != "chat":
+        return await program.run(
+            lambda: program.run_once(prompt, images), handle_signals=handle_signals
+        )
+    async with trio.open_nursery() as nursery:
+        source: ChatInput
+        stack = contextlib.ExitStack()
+        if lines is not None:
+            source = ChannelInput(lines, interactive=interactive)
+        elif interactive:
+            terminal = TerminalInput(stdin, stdout, history=history_file())
+            if terminal.history_error:
+                renderer.error(terminal.history_error)
+            stack.enter_context(terminal_restored(stdin, stdout))
+            source = terminal
+        else:
+            send, receive = trio.open_memory_channel[str](0)
+            nursery.start_soon(read_lines, stdin, send)
+            source = ChannelInput(receive, interactive=False)
+        with stack:
+            status = await program.run(
+                lambda: program.chat(source, images), handle_signals=handle_signals
             )
-        async with trio.open_nursery() as nursery:
-            source: ChatInput
-            stack = contextlib.ExitStack()
-            if lines is not None:
-                source = ChannelInput(lines, interactive=interactive)
-            elif interactive:
-                terminal = TerminalInput(stdin, stdout, history=history_file())
-                if terminal.history_error:
-                    renderer.error(terminal.history_error)
-                stack.enter_context(terminal_restored(stdin, stdout))
-                source = terminal
+            if interactive and status == EXIT_INTERRUPTED:
+                stdout.write("\n")  # leave the shell's prompt on a line of its own
+                stdout.flush()
+        nursery.cancel_scope.cancel()  # the stdin reader
+    return status
+
+
+async def _session_target(
+    args: argparse.Namespace, *, autosave: bool
+) -> Path | StoreSession | None:
+    """Where the conversation is kept: a transcript file (as in earlier versions), a
+    session of the store, or nowhere.
+
+    ``--session FILE`` (a ``/`` in it, or the ``.jsonl`` ending): a pi session file is
+    opened through ``jsonl:`` of its directory, any other file (one that does not exist
+    yet included) is a transcript file. ``--session ID``: that session of the store, new
+    or not. ``--continue``: the most recently written session of the sessions directory
+    (either kind), or of ``--store``'s store the newest. A chat on a terminal: a new
+    session of the store.
+
+    Raises:
+        UsageError: a file with ``--store``, a bad id, a bad store URL, nothing to
+            continue.
+    """
+    url: str = args.store or default_store_url()
+    name: str | None = args.session
+    if name is not None and is_file_name(name):
+        if args.store is not None:
+            raise UsageError(f"--session {name!r} names a file; with --store give a session id")
+        path = Path(name)
+        found = await trio.to_thread.run_sync(file_format, path, abandon_on_cancel=True)
+        if found is not None and found[0] == "pi":
+            if not found[1]:
+                raise UsageError(f"cannot load session {name!r}: its header has no id")
+            return StoreSession(url=f"jsonl:{path.parent}", session_id=found[1])
+        return path
+    if name is not None:
+        return StoreSession(url=url, session_id=check_session_id(name), create=True)
+    if args.continue_:
+        if args.store is None:
+            latest = latest_session(sessions_directory())
+            found = await trio.to_thread.run_sync(file_format, latest, abandon_on_cancel=True)
+            if found is not None and found[0] == "pi" and found[1]:
+                return StoreSession(url=url, session_id=found[1])
+            return latest
+        async with opened_store(url) as store:
+            headers = await store.list()
+        if not headers:
+            raise UsageError(f"no session to continue in {url}")
+        return StoreSession(url=url, session_id=headers[0].id)
+    if autosave:
+        return StoreSession(url=url, session_id=new_session_id(), create=True)
+    return None
+
+
+async def _sessions_command(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    """``trio-agent sessions list|show|delete``."""
+    url: str = args.store or default_store_url()
+    if args.action == "list":
+        async with opened_store(url) as store:
+            rows = await session_rows(store, url)
+        if not rows:
+            stderr.write(f"no sessions in {url}\n")
+            return 0
+        stdout.write("".join(line + "\n" for line in session_table(rows)))
+        stdout.flush()
+        return 0
+    name: str = args.session
+    if is_file_name(name):
+        if args.store is not None:
+            raise UsageError(f"{name!r} names a file; with --store give a session id")
+        path = Path(name)
+        found = await trio.to_thread.run_sync(file_format, path, abandon_on_cancel=True)
+        if found is None:
+            raise UsageError(f"no session file {name!r}")
+        if found[0] == "transcript":
+            messages = await trio.to_thread.run_sync(load_session, path) or []
+            if args.action == "show":
+                stdout.write("".join(line + "\n" for line in show_lines(messages)))
+                stdout.flush()
             else:
-                send, receive = trio.open_memory_channel[str](0)
-                nursery.start_soon(read_lines, stdin, send)
-                source = ChannelInput(receive, interactive=False)
-            with stack:
-                status = await program.run(
-                    lambda: program.chat(source, images), handle_signals=handle_signals
-                )
-                if interactive and status == EXIT_INTERRUPTED:
-                    stdout.write("\n")  # leave the shell's prompt on a line of its own
-                    stdout.flush()
-            nursery.cancel_scope.cancel()  # the stdin reader
-        return status
+                await trio.to_thread.run_sync(path.unlink)
+                stderr.write(f"[deleted] {name!r}\n")
+            return 0
+        url, name = f"jsonl:{path.parent}", found[1] or ""
+    else:
+        check_session_id(name)
+    async with opened_store(url) as store:
+        try:
+            if args.action == "show":
+                session = await store.open(name)
+                stdout.write("".join(line + "\n" for line in show_lines(session.messages())))
+                stdout.flush()
+                return 0
+            # Refused while another process writes it: claim it first.
+            async with store.open_for_writing(name):
+                pass
+            await store.delete(name)
+        except SessionNotFoundError:
+            raise UsageError(f"no session {name!r} in {url}") from None
+        except SessionBusyError as exc:
+            raise CommandError(f"{exc}; it is not deleted") from None
+    stderr.write(f"[deleted] session {name!r}\n")
+    return 0
 
 
 async def _list_models(provider: str | None, stdout: TextIO, stderr: TextIO) -> int:
@@ -323,6 +491,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return trio.run(
             lambda: run_program(args, stdin=sys.stdin, stdout=sys.stdout, stderr=sys.stderr)
         )
+    except (CommandError, SessionError) as exc:
+        sys.stderr.write(f"{PROG}: error: {exc}\n")
+        return EXIT_ERROR
     except UsageError as exc:
         # Like argparse's own errors: the subcommand's usage, then "trio-agent run: error:".
         command_parser: argparse.ArgumentParser = getattr(args, COMMAND_PARSER, parser)

@@ -25,11 +25,13 @@ from .._messages import (
     UserMessage,
 )
 from .._tools import AgentTool
-from ._args import PROG, ModelSpec, UsageError, parse_model_spec
+from ..sessions import SessionError
+from ._args import PROG, CommandError, ModelSpec, UsageError, parse_model_spec
 from ._commands import BUSY_COMMANDS, COMMANDS, Command, help_text, parse_entry
 from ._input import ChatInput
 from ._render import Renderer, is_terminal, usage_summary
 from ._session import check_session_directory, save_transcript
+from ._store import StoreSession, opened_store, session_rows, session_table
 
 __all__ = [
     "EXIT_ERROR",
@@ -79,6 +81,8 @@ def _tidy(entry: str) -> str:
 @attrs.frozen(kw_only=True)
 class _Options:
     session: Path | None
+    store: StoreSession | None
+    store_url: str | None
     interactive: bool
     show_usage: bool
     choose_model: ModelChooser | None
@@ -91,7 +95,11 @@ class Program:
     Args:
         agent: The agent (its listeners already include the renderer).
         renderer: Where output goes.
-        session: The session file, written after every run.
+        session: The transcript file, written after every run.
+        store: The session of the store, attached to the agent: opened already, or
+            (a new chat) opened when the first prompt is sent, so that a chat that
+            said nothing leaves nothing behind.
+        store_url: The store ``/sessions`` lists.
         interactive: ``chat`` reads from a person: lines typed during a run steer it.
         show_usage: Print a usage line after every run.
         choose_model: What ``/model`` uses (``None``: the command is unavailable).
@@ -105,6 +113,8 @@ class Program:
         renderer: Renderer,
         *,
         session: Path | None = None,
+        store: StoreSession | None = None,
+        store_url: str | None = None,
         interactive: bool = False,
         show_usage: bool = False,
         choose_model: ModelChooser | None = None,
@@ -114,6 +124,8 @@ class Program:
         self.renderer = renderer
         self.options = _Options(
             session=session,
+            store=store,
+            store_url=store_url,
             interactive=interactive,
             show_usage=show_usage,
             choose_model=choose_model,
@@ -273,10 +285,15 @@ class Program:
     async def chat(self, input: ChatInput, images: Sequence[ImageContent] = ()) -> int:
         """``trio-agent chat``: one run per entry until ``/quit`` or the end of input;
         commands run in between, and the session is written after every run."""
-        pending_images = list(images)
         self._input = input
+        return await self._chat(input, list(images), None)
+
+    async def _chat(
+        self, input: ChatInput, pending_images: list[ImageContent], first: str | None
+    ) -> int:
         while not self._quit and not self._input_ended:
-            entry = await self._read_entry(input)
+            entry = first if first is not None else await self._read_entry(input)
+            first = None
             if entry is None:
                 break
             parsed = parse_entry(entry)
@@ -286,6 +303,12 @@ class Program:
                 if await self._command(parsed):
                     break
                 continue
+            store = self.options.store
+            if store is not None and store.session is None:
+                # A new chat's session is created when something is said, and the rest
+                # of the chat runs inside its claim.
+                async with store.open(self.agent, self.agent.state.tools):
+                    return await self._chat(input, pending_images, entry)
             input.remember(entry)
             attached, pending_images = pending_images, []
             async with trio.open_nursery() as nursery:
@@ -398,8 +421,15 @@ class Program:
             self.renderer.notice(help_text())
         elif name == "/reset":
             self.agent.reset()
+            store = self.options.store
+            if store is not None and store.session is not None:
+                await store.start_over(self.agent)
             self.renderer.info("reset", "the conversation is cleared")
             await self.persist()
+        elif name == "/compact":
+            await self._compact(argument)
+        elif name == "/sessions":
+            await self._list_sessions()
         elif name == "/model":
             self._switch_model(argument)
         elif name == "/thinking":
@@ -414,6 +444,38 @@ class Program:
         elif name == "/save":
             await self._save_as(argument)
         return False
+
+    async def _compact(self, instructions: str) -> None:
+        """``/compact [INSTRUCTIONS]``: a compaction now (the renderer reports it)."""
+        self._abort_requested = False
+        self.renderer.run_aborted = False
+        await self.agent.compact(instructions or None)
+        await self.persist()
+
+    async def _list_sessions(self) -> None:
+        """``/sessions``: the sessions of the store, the current one marked ``*``."""
+        url = self.options.store_url
+        if url is None:
+            self.renderer.error("no session store here")
+            return
+        store = self.options.store
+        current = store.session_id if store is not None and store.session is not None else None
+        try:
+            if store is not None and store.store is not None and store.url == url:
+                rows = await session_rows(store.store, url)
+            else:
+                async with opened_store(url) as opened:
+                    rows = await session_rows(opened, url)
+        except (UsageError, CommandError, SessionError) as exc:
+            self.renderer.error(str(exc))
+            return
+        if not rows:
+            self.renderer.info("sessions", f"none in {url}")
+            return
+        lines = session_table(rows, current if current is not None else "")
+        self.renderer.info("sessions", url)
+        for line in lines:
+            self.renderer.notice(line)
 
     def _switch_model(self, text: str) -> None:
         """``/model SPEC`` switches; ``/model`` alone shows the current model."""

@@ -17,6 +17,7 @@ from .._events import (
     AgentEndEvent,
     AgentEvent,
     AgentStartEvent,
+    CompactionEvent,
     MessageEndEvent,
     MessageStartEvent,
     MessageUpdateEvent,
@@ -36,6 +37,7 @@ __all__ = [
     "Renderer",
     "Style",
     "color_wanted",
+    "compaction_line",
     "is_terminal",
     "last_exchange",
     "model_table",
@@ -121,6 +123,30 @@ def usage_summary(messages: Sequence[AgentMessage], model: Model) -> str | None:
         share = 100 * context / model.context_window
         parts.append(f"context {context:,}/{model.context_window:,} ({share:.1f}%)")
     return ", ".join(parts)
+
+
+_COMPACTION_REASONS = {
+    "manual": "/compact",
+    "threshold": "automatic, the context neared the model's window",
+    "overflow": "automatic, the model refused the context as too long",
+}
+
+
+def compaction_line(event: CompactionEvent, style: Style) -> str:
+    """The status line of a compaction: what started it, and what became of the context
+    (``[compaction] /compact: about 12,345 tokens; now a summary and the 4 most recent
+    messages``), or why it failed."""
+    why = _COMPACTION_REASONS.get(event.reason, event.reason)
+    if event.messages is None:
+        return style("yellow", f"[compaction] {why}: not done:") + (
+            f" {event.error_message or 'unknown error'}"
+        )
+    kept = sum(1 for m in event.messages if m.role not in ("system", "compactionSummary"))
+    recent = "the most recent message" if kept == 1 else f"the {kept} most recent messages"
+    return (
+        style("blue", f"[compaction] {why}:")
+        + f" about {event.tokens_before:,} tokens; now a summary and {recent}"
+    )
 
 
 def last_exchange(messages: Sequence[AgentMessage]) -> list[tuple[str, str]]:
@@ -250,6 +276,8 @@ class Renderer:
             )
         elif isinstance(event, ToolExecutionEndEvent):
             self._tool_end(event)
+        elif isinstance(event, CompactionEvent):
+            self.notice(compaction_line(event, self.style))
         elif isinstance(event, AgentEndEvent):
             self._answering = False
             self.end_line()
