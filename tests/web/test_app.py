@@ -281,3 +281,34 @@ async def test_a_watcher_that_leaves_does_not_abort_the_run() -> None:
             events = [event async for event in stream.events]
         assert events[-1]["type"] == "RUN_FINISHED"
         assert events[-1]["outcome"] == {"type": "success"}
+
+
+async def test_the_ag_ui_endpoint_creates_the_thread_on_first_use() -> None:
+    provider = FauxProvider([faux_assistant_message("one"), faux_assistant_message("two")])
+    async with open_agent_host(faux_factory(provider)) as host:
+        transport = httpx.ASGITransport(app=create_app(host, ui=False))
+        async with httpx.AsyncClient(transport=transport, base_url="http://app") as client:
+            thread = "0190e1c2-7a3b-7c4d-8e5f-000000000001"
+
+            def run_input(text: str) -> dict[str, Any]:
+                return {
+                    "threadId": thread,
+                    "runId": "r",
+                    "messages": [{"id": "u", "role": "user", "content": text}],
+                    "tools": [],
+                    "context": [],
+                    "state": {},
+                    "forwardedProps": {},
+                }
+
+            for text in ("first", "second"):
+                response = await client.post("/api/agui", json=run_input(text))
+                assert response.status_code == 200
+                events = [httpx_json(line) for line in response.text.splitlines() if line]
+                check_agui_stream(events)
+                assert events[0]["threadId"] == thread
+            messages = (await client.get(f"/api/sessions/{thread}")).json()["messages"]
+            assert [m.get("content") for m in messages] == ["first", "one", "second", "two"]
+            bad = {**run_input("x"), "threadId": "no spaces allowed"}
+            assert (await client.post("/api/agui", json=bad)).status_code == 400
+            assert (await client.post("/api/agui", json={"threadId": thread})).status_code == 400

@@ -18,6 +18,9 @@
                                           (``409`` when idle: start a run instead)
 ``POST /api/sessions/{id}/follow_up``     ``{"text": ...}``: queue a follow-up
 ``POST /api/sessions/{id}/abort``         abort the running run: ``{"aborted": bool}``
+``POST /api/agui``                        an AG-UI ``RunAgentInput``: its ``threadId`` is
+                                          the session (created on first use); streams
+                                          the run like ``.../runs``
 ========================================  =================================================
 """
 
@@ -123,8 +126,11 @@ class _Api:
         prompt = _prompt_of(await _json_body(request))
         if prompt is None or not prompt.strip():
             return _error(400, 'expected {"prompt": "..."} or an AG-UI RunAgentInput')
+        return await self._stream_run(host, request.path_params["id"], prompt)
+
+    async def _stream_run(self, host: AgentHost, session_id: str, prompt: str) -> Response:
         try:
-            stream = await host.start_run(request.path_params["id"], prompt)
+            stream = await host.start_run(session_id, prompt)
         except UnknownSessionError:
             return _error(404, "no such session")
         except RunBusyError as exc:
@@ -132,6 +138,24 @@ class _Api:
         return _AsgiResponse(
             EventStreamResponse(stream.events, on_disconnect=lambda: host.detach(stream))
         )
+
+    async def agui(self, request: Request) -> Response:
+        """AG-UI's own endpoint shape: a ``RunAgentInput`` whose ``threadId`` names the
+        session (created on first use)."""
+        host = self.host()
+        body = await _json_body(request)
+        thread_id = body.get("threadId")
+        prompt = _prompt_of(body)
+        if not isinstance(thread_id, str) or prompt is None or not prompt.strip():
+            return _error(400, "expected an AG-UI RunAgentInput with a threadId and a user message")
+        try:
+            await host.messages(thread_id)
+        except UnknownSessionError:
+            try:
+                await host.create_session(thread_id)
+            except ValueError as exc:
+                return _error(400, str(exc))
+        return await self._stream_run(host, thread_id, prompt)
 
     async def attach(self, request: Request) -> Response:
         host = self.host()
@@ -217,6 +241,7 @@ def create_app(
         Route("/api/sessions/{id}/steer", api.steer, methods=["POST"]),
         Route("/api/sessions/{id}/follow_up", api.follow_up, methods=["POST"]),
         Route("/api/sessions/{id}/abort", api.abort, methods=["POST"]),
+        Route("/api/agui", api.agui, methods=["POST"]),
     ]
     if host is not None:
         return Starlette(routes=routes)

@@ -126,9 +126,13 @@ class AgentHost:
 
     # -- sessions ---------------------------------------------------------------------
 
-    async def create_session(self) -> str:
-        """Create an empty session; returns its id."""
-        return await self.sessions.create()
+    async def create_session(self, session_id: str | None = None) -> str:
+        """Create an empty session; returns its id (``session_id``, or a new one).
+
+        Raises:
+            ValueError: ``session_id`` is taken or not a valid id.
+        """
+        return await self.sessions.create(session_id)
 
     async def list_sessions(self) -> list[SessionInfo]:
         """The sessions, newest first, with ``running`` set for those running here."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import re
 import secrets
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
 __all__ = ["MemorySessions", "SessionInfo", "UnknownSessionError", "WebSessions", "title_of"]
 
 _TITLE_LENGTH = 60
+# The ids pi's session format allows (trio_agent.sessions checks the same).
+_VALID_ID = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,126}[A-Za-z0-9])?")
 
 
 class UnknownSessionError(KeyError):
@@ -69,8 +72,12 @@ class WebSessions(Protocol):
     (also when cancelled) it keeps what the run added.
     """
 
-    async def create(self) -> str:
-        """Create an empty session and return its id."""
+    async def create(self, session_id: str | None = None) -> str:
+        """Create an empty session and return its id (``session_id``, or a new one).
+
+        Raises:
+            ValueError: ``session_id`` is taken or not a valid id.
+        """
         ...
 
     async def list(self) -> builtins.list[SessionInfo]:
@@ -108,9 +115,12 @@ class MemorySessions:
 
     _sessions: dict[str, _Stored] = attrs.field(factory=dict, init=False)
 
-    async def create(self) -> str:
+    async def create(self, session_id: str | None = None) -> str:
         await trio.lowlevel.checkpoint()
-        session_id = secrets.token_hex(8)
+        if session_id is None:
+            session_id = secrets.token_hex(8)
+        elif session_id in self._sessions or not _VALID_ID.fullmatch(session_id):
+            raise ValueError(f"cannot create a session with the id {session_id!r}")
         self._sessions[session_id] = _Stored(created_at=int(time.time() * 1000))
         return session_id
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from .._messages import AgentMessage
-from ..sessions import SessionNotFoundError, SessionStore, attach_agent
+from ..sessions import SessionExistsError, SessionNotFoundError, SessionStore, attach_agent
 from ._sessions import SessionInfo, UnknownSessionError, title_of
 
 if TYPE_CHECKING:
@@ -49,8 +49,11 @@ class StoreSessions:
     store: SessionStore
     list_limit: int = 100
 
-    async def create(self) -> str:
-        return (await self.store.create()).id
+    async def create(self, session_id: str | None = None) -> str:
+        try:
+            return (await self.store.create(session_id=session_id)).id
+        except SessionExistsError:
+            raise ValueError(f"cannot create a session with the id {session_id!r}") from None
 
     async def list(self) -> builtins.list[SessionInfo]:
         infos = []
