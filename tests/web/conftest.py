@@ -6,7 +6,6 @@ import contextlib
 from collections.abc import AsyncIterator, Callable
 
 import httpx
-import pytest
 import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve
@@ -101,8 +100,3 @@ async def running_server(
         async with httpx.AsyncClient(base_url=url, timeout=10) as client:
             yield Server(host, url, client)
         nursery.cancel_scope.cancel()
-
-
-@pytest.fixture
-def slow_provider() -> FauxProvider:
-    return FauxProvider(tokens_per_second=40, token_size=(2, 3))
