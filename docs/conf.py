@@ -63,6 +63,7 @@ def _type_aliases() -> dict[str, str]:
         "trio_agent.loop",
         "trio_agent.models",
         "trio_agent.serialization",
+        "trio_agent.sessions",
         "trio_agent.testing",
     ):
         module = importlib.import_module(module_name)

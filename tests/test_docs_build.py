@@ -21,6 +21,7 @@ import trio_agent.compaction
 import trio_agent.loop
 import trio_agent.models
 import trio_agent.serialization
+import trio_agent.sessions
 import trio_agent.testing
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,6 +31,7 @@ MODULES: list[types.ModuleType] = [
     trio_agent.loop,
     trio_agent.models,
     trio_agent.serialization,
+    trio_agent.sessions,
     trio_agent.testing,
 ]
 

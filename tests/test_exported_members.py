@@ -15,9 +15,22 @@ import trio_agent.mcp
 import trio_agent.models
 import trio_agent.otel
 import trio_agent.serialization
+import trio_agent.sessions
 import trio_agent.testing
 
 EXPECTED: dict[types.ModuleType, set[str]] = {
+    trio_agent.sessions: {
+        "BranchSummaryEntry", "CONFORMANCE_CHECKS", "CURRENT_VERSION", "CompactionEntry",
+        "ContextEditEntry", "CustomEntry", "CustomMessageEntry", "DEFAULT_LEASE_SECONDS",
+        "DuplicateEntryError", "INTERRUPTED_TEXT", "JsonlStore", "LabelEntry", "LoadedSession",
+        "MemoryStore", "MessageEntry", "ModelChangeEntry", "RecoveredCall", "RunFinishedEntry",
+        "RunOutcome", "RunStartedEntry", "Session", "SessionBackend", "SessionBusyError",
+        "SessionClaimLostError", "SessionContext", "SessionEntry", "SessionError",
+        "SessionExistsError", "SessionFormatError", "SessionHeader", "SessionInfoEntry",
+        "SessionNotFoundError", "SessionStore", "SessionStoreError", "SqliteStore",
+        "StoreFactory", "ThinkingLevelChangeEntry", "ToolStartedEntry", "UnknownEntry",
+        "attach_agent", "open_store", "run_conformance",
+    },
     trio_agent.compaction: {
         "COMPACTION_SUMMARY_PREFIX", "COMPACTION_SUMMARY_SUFFIX", "CompactionDetails",
         "CompactionFailure", "CompactionPreparation", "CompactionResult", "CompactionSettings",
@@ -123,7 +136,14 @@ def test_optional_namespaces_are_not_imported_by_trio_agent() -> None:
     import sys
 
     # The test helpers, and the integrations with their optional dependencies.
-    names = ["trio_agent.testing", "trio_agent.otel", "trio_agent.mcp", "opentelemetry", "mcp"]
+    names = [
+        "trio_agent.testing",
+        "trio_agent.otel",
+        "trio_agent.mcp",
+        "trio_agent.sessions",
+        "opentelemetry",
+        "mcp",
+    ]
     code = f"import sys, trio_agent; print([n for n in {names!r} if n in sys.modules])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert (out.stdout.strip(), out.stderr) == ("[]", "")

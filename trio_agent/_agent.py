@@ -675,7 +675,9 @@ class Agent:
         """Add a listener; returns a function that removes it.
 
         A listener takes ``(event)`` or ``(event, signal)`` (decided now from its
-        signature) and may be a plain function or ``async def``. Listeners are awaited in
+        signature) and may be a plain function or ``async def``. A plain function may also
+        return an awaitable for some events (``None`` for the others): the agent awaits it
+        before going on, so only those events cost a checkpoint. Listeners are awaited in
         subscription order after the event was reduced into :attr:`state`; subscribing the
         same function twice has no effect. A listener that raises fails the run.
 

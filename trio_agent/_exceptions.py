@@ -7,6 +7,14 @@ The hierarchy::
     ├── NothingToContinueError      continue_() has nothing to continue from
     ├── ToolArgumentsError          tool-call arguments failed validation (also ValueError)
     ├── SerializationError          malformed JSON, unknown role/type (also ValueError)
+    ├── SessionError                trio_agent.sessions: a session store failed or refused
+    │   ├── SessionNotFoundError    no session has the id (also KeyError)
+    │   ├── SessionExistsError      create() with a taken id
+    │   ├── DuplicateEntryError     an appended entry id is taken; nothing was written
+    │   ├── SessionBusyError        another writer holds the session (names session and holder)
+    │   ├── SessionClaimLostError   this writer's claim expired or was taken over
+    │   ├── SessionFormatError      a stored session cannot be read (also ValueError)
+    │   └── SessionStoreError       the storage failed; nothing committed is lost
     └── McpConnectionError          an MCP server cannot be reached or listed
                                     (trio_agent.mcp, with the ``mcp`` extra)
 

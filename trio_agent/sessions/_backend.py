@@ -91,6 +91,7 @@ class LoadedSession:
     """What :meth:`SessionBackend.load_session` returns."""
 
     header: JsonObject
+    """The session's header object (``"type": "session"``)."""
     entries: list[JsonObject]
     """In append order."""
     dropped: tuple[str, ...] = ()

@@ -189,8 +189,11 @@ class MessageEntry:
     message: AgentMessage
     """The message (any role the serializer knows, registered ones included)."""
     id: str = _ID
+    """The entry's id, unique in its session (given by the session when empty)."""
     parent_id: str | None = _PARENT
+    """The id of the entry before it on its branch (``None`` for the first)."""
     timestamp: str = _TIME
+    """When it was written (ISO 8601, UTC), as pi writes it."""
     type: Literal["message"] = "message"
 
 
@@ -199,10 +202,15 @@ class ModelChangeEntry:
     """The model of later runs changed."""
 
     provider: str
+    """The model's provider from then on."""
     model_id: str
+    """The model's id from then on."""
     id: str = _ID
+    """The entry's id, unique in its session (given by the session when empty)."""
     parent_id: str | None = _PARENT
+    """The id of the entry before it on its branch (``None`` for the first)."""
     timestamp: str = _TIME
+    """When it was written (ISO 8601, UTC), as pi writes it."""
     type: Literal["model_change"] = "model_change"
 
 
@@ -211,9 +219,13 @@ class ThinkingLevelChangeEntry:
     """The thinking level of later runs changed."""
 
     thinking_level: ThinkingLevel | str
+    """The thinking level from then on."""
     id: str = _ID
+    """The entry's id, unique in its session (given by the session when empty)."""
     parent_id: str | None = _PARENT
+    """The id of the entry before it on its branch (``None`` for the first)."""
     timestamp: str = _TIME
+    """When it was written (ISO 8601, UTC), as pi writes it."""
     type: Literal["thinking_level_change"] = "thinking_level_change"
 
 
@@ -222,18 +234,25 @@ class CompactionEntry:
     """The branch before ``first_kept_entry_id`` is replaced by ``summary`` in the context."""
 
     summary: str
+    """The summary that stands for the entries before the first kept one."""
     first_kept_entry_id: str
     """The first entry kept verbatim (the compaction's own id keeps nothing before it)."""
     tokens_before: int
+    """The estimated context size before the compaction."""
     details: Any = None
+    """The files the summarized part read and changed (``readFiles``, ``modifiedFiles``)."""
     usage: Any = None
     """The usage of the summarizing call, as JSON."""
     from_hook: bool | None = None
+    """Whether an extension hook wrote the summary (pi's ``fromHook``)."""
     system_message: SystemMessage | None = None
     """The prompt and tool state at the compaction boundary."""
     id: str = _ID
+    """The entry's id, unique in its session (given by the session when empty)."""
     parent_id: str | None = _PARENT
+    """The id of the entry before it on its branch (``None`` for the first)."""
     timestamp: str = _TIME
+    """When it was written (ISO 8601, UTC), as pi writes it."""
     type: Literal["compaction"] = "compaction"
 
 
@@ -242,13 +261,21 @@ class BranchSummaryEntry:
     """The branch left at ``from_id``, summarized; starts a new branch."""
 
     from_id: str
+    """The entry the abandoned branch left from."""
     summary: str
+    """The summary of the abandoned branch."""
     details: Any = None
+    """Application data about the summarized branch (pi's ``details``)."""
     usage: Any = None
+    """The usage of the summarizing call, as JSON."""
     from_hook: bool | None = None
+    """Whether an extension hook wrote the summary (pi's ``fromHook``)."""
     id: str = _ID
+    """The entry's id, unique in its session (given by the session when empty)."""
     parent_id: str | None = _PARENT
+    """The id of the entry before it on its branch (``None`` for the first)."""
     timestamp: str = _TIME
+    """When it was written (ISO 8601, UTC), as pi writes it."""
     type: Literal["branch_summary"] = "branch_summary"
 
 
@@ -257,10 +284,15 @@ class CustomEntry:
     """Application data kept in the session and left out of the model's context."""
 
     custom_type: str
+    """The application's name for this kind of data."""
     data: Any = None
+    """The application's data (JSON); never part of the context."""
     id: str = _ID
+    """The entry's id, unique in its session (given by the session when empty)."""
     parent_id: str | None = _PARENT
+    """The id of the entry before it on its branch (``None`` for the first)."""
     timestamp: str = _TIME
+    """When it was written (ISO 8601, UTC), as pi writes it."""
     type: Literal["custom"] = "custom"
 
 
@@ -269,13 +301,19 @@ class CustomMessageEntry:
     """Application content that the model sees as a user message."""
 
     custom_type: str
+    """The application's name for this kind of message."""
     content: Any
     """A string or a list of text and image blocks, as JSON."""
     display: bool = True
+    """Whether a UI shows the message."""
     details: Any = None
+    """Application data about the message (JSON)."""
     id: str = _ID
+    """The entry's id, unique in its session (given by the session when empty)."""
     parent_id: str | None = _PARENT
+    """The id of the entry before it on its branch (``None`` for the first)."""
     timestamp: str = _TIME
+    """When it was written (ISO 8601, UTC), as pi writes it."""
     type: Literal["custom_message"] = "custom_message"
 
 
@@ -284,10 +322,15 @@ class LabelEntry:
     """A bookmark on an entry (``label=None`` clears it)."""
 
     target_id: str
+    """The entry labelled."""
     label: str | None = None
+    """The label (``None`` removes an earlier one)."""
     id: str = _ID
+    """The entry's id, unique in its session (given by the session when empty)."""
     parent_id: str | None = _PARENT
+    """The id of the entry before it on its branch (``None`` for the first)."""
     timestamp: str = _TIME
+    """When it was written (ISO 8601, UTC), as pi writes it."""
     type: Literal["label"] = "label"
 
 
@@ -296,9 +339,13 @@ class SessionInfoEntry:
     """Session metadata: its display name."""
 
     name: str | None = None
+    """The session's display name."""
     id: str = _ID
+    """The entry's id, unique in its session (given by the session when empty)."""
     parent_id: str | None = _PARENT
+    """The id of the entry before it on its branch (``None`` for the first)."""
     timestamp: str = _TIME
+    """When it was written (ISO 8601, UTC), as pi writes it."""
     type: Literal["session_info"] = "session_info"
 
 
@@ -308,11 +355,15 @@ class ContextEditEntry:
     (``replacement=None`` leaves the entry out)."""
 
     target_id: str
+    """The earlier entry whose content is replaced (or removed)."""
     replacement: Any
     """``{"content": ...}`` as JSON, or ``None``."""
     id: str = _ID
+    """The entry's id, unique in its session (given by the session when empty)."""
     parent_id: str | None = _PARENT
+    """The id of the entry before it on its branch (``None`` for the first)."""
     timestamp: str = _TIME
+    """When it was written (ISO 8601, UTC), as pi writes it."""
     type: Literal["context_edit"] = "context_edit"
 
 
@@ -321,9 +372,13 @@ class RunStartedEntry:
     """Journal: a run of an attached agent started."""
 
     run_id: str
+    """The run's id, repeated by its tool and finish entries."""
     id: str = _ID
+    """The entry's id, unique in its session (given by the session when empty)."""
     parent_id: str | None = _PARENT
+    """The id of the entry before it on its branch (``None`` for the first)."""
     timestamp: str = _TIME
+    """When it was written (ISO 8601, UTC), as pi writes it."""
     type: Literal["custom"] = "custom"
 
 
@@ -332,12 +387,19 @@ class ToolStartedEntry:
     """Journal: a tool call started executing, with the tool's replay policy."""
 
     run_id: str
+    """The run the call belongs to."""
     tool_call_id: str
+    """The call that started."""
     tool_name: str
+    """The tool it called."""
     replay: Literal["never", "safe"] | None = None
+    """The tool's ``replay`` policy: ``"safe"`` calls are re-run by a recovery, others answered."""
     id: str = _ID
+    """The entry's id, unique in its session (given by the session when empty)."""
     parent_id: str | None = _PARENT
+    """The id of the entry before it on its branch (``None`` for the first)."""
     timestamp: str = _TIME
+    """When it was written (ISO 8601, UTC), as pi writes it."""
     type: Literal["custom"] = "custom"
 
 
@@ -346,7 +408,9 @@ class RecoveredCall:
     """What recovery did with one unanswered tool call."""
 
     tool_call_id: str
+    """The call that was answered or re-run."""
     tool_name: str
+    """The tool it called."""
     action: Literal["rerun", "interrupted"]
     """``"rerun"``: the tool (``replay="safe"``) ran again and its result was committed;
     ``"interrupted"``: an error result says the tool was not re-run."""
@@ -360,11 +424,17 @@ class RunFinishedEntry:
     """Journal: a run ended (``outcome="recovered"`` when recovery closed it)."""
 
     run_id: str
+    """The run that finished."""
     outcome: RunOutcome | str
+    """How the run ended (see :data:`RunOutcome`)."""
     recovered: tuple[RecoveredCall, ...] = ()
+    """The calls a recovery answered or re-ran (empty for a run that finished itself)."""
     id: str = _ID
+    """The entry's id, unique in its session (given by the session when empty)."""
     parent_id: str | None = _PARENT
+    """The id of the entry before it on its branch (``None`` for the first)."""
     timestamp: str = _TIME
+    """When it was written (ISO 8601, UTC), as pi writes it."""
     type: Literal["custom"] = "custom"
 
 
@@ -376,8 +446,11 @@ class UnknownEntry:
     data: Mapping[str, Any]
     """The entry's JSON object."""
     id: str = _ID
+    """The entry's id, unique in its session (given by the session when empty)."""
     parent_id: str | None = _PARENT
+    """The id of the entry before it on its branch (``None`` for the first)."""
     timestamp: str = _TIME
+    """When it was written (ISO 8601, UTC), as pi writes it."""
 
     @property
     def type(self) -> str:
