@@ -56,3 +56,9 @@ def test_a_bad_model_is_a_usage_error() -> None:
     )
     assert result.returncode == 2
     assert "unknown model 'other' for provider 'faux'" in result.stderr
+
+
+def test_main_returns_the_usage_status() -> None:
+    from trio_agent.web import main
+
+    assert main(["--store", "nope:x", "--port", "0"]) == 2

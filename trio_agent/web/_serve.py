@@ -224,16 +224,23 @@ def _agent_factory(args: argparse.Namespace) -> AgentFactory:
     return make
 
 
+class _StoreUrlError(Exception):
+    """``--store`` names no store (reported as a usage error)."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``trio-agent serve [options]``: serve until Ctrl-C; returns the exit status."""
     from .._cli._args import UsageError
 
     parser = build_parser()
-    args = parser.parse_args(argv)
     try:
-        factory = _agent_factory(args)
-    except UsageError as exc:
-        parser.error(str(exc))
+        args = parser.parse_args(argv)
+        try:
+            factory = _agent_factory(args)
+        except UsageError as exc:
+            parser.error(str(exc))
+    except SystemExit as exc:  # --help (0) or a usage error (2), already printed
+        return exc.code if isinstance(exc.code, int) else 2
 
     async def run() -> None:
         async with contextlib.AsyncExitStack() as stack:
@@ -244,7 +251,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 try:
                     store = await stack.enter_async_context(open_store(args.store))
                 except ValueError as exc:
-                    parser.error(str(exc))
+                    raise _StoreUrlError(str(exc)) from None
                 sessions = StoreSessions(store)
             nursery = await stack.enter_async_context(trio.open_nursery())
             urls = await nursery.start(
@@ -262,6 +269,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         trio.run(run)
+    except _StoreUrlError as exc:
+        parser.print_usage(sys.stderr)
+        sys.stderr.write(f"{parser.prog}: error: --store: {exc}\n")
+        return 2
     except BaseException as exc:
         # Ctrl-C arrives inside the server's nurseries; see collapse_exception_group for
         # the policy that puts it first.
