@@ -255,3 +255,32 @@ def test_a_chat_that_said_nothing_is_not_saved(tmp_path: Path) -> None:
     sessions = tmp_path / "state" / "trio-agent" / "sessions"
     assert sessions.is_dir()
     assert list(sessions.iterdir()) == []
+
+
+def test_compact_and_sessions_in_a_chat_on_a_session_of_the_store(tmp_path: Path) -> None:
+    child = _spawn(
+        tmp_path, "--session", "pty-chat", "--tokens-per-second", "100000", no_color=True
+    )
+    child.expect_exact(PROMPT)
+    child.send("/compact\r")  # nothing said yet
+    child.expect_exact(
+        "[compaction] /compact: not done: Nothing to compact (session too small)\r\n"
+    )
+    child.expect_exact(PROMPT)
+    child.send("What is 3 + 4?\r")
+    child.expect_exact("3 + 4 = 7.")
+    child.expect_exact(PROMPT)
+    child.send("/sessions\r")
+    sessions = tmp_path / "state" / "trio-agent" / "sessions"
+    child.expect_exact(f"[sessions] jsonl:{sessions}\r\n* pty-chat  ")
+    child.expect_exact("4 messages  What is 3 + 4?\r\n")
+    child.expect_exact(PROMPT)
+    child.send("/help\r")
+    child.expect_exact("/compact [INSTRUCTIONS]")
+    child.expect_exact(PROMPT)
+    child.send(CTRL_D)
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    messages = _stored(sessions)
+    assert [m.role for m in messages] == ["system", "user", "assistant", "toolResult", "assistant"]
