@@ -10,10 +10,12 @@ from typing import Any
 
 import httpx
 import trio
+import trio.testing
 
 from trio_agent import Agent, AgentEvent, UserMessage, content_text
 from trio_agent.models import FauxProvider, faux_assistant_message, faux_tool_call
 from trio_agent.web import MemorySessions, agui_messages, create_app, open_agent_host
+from trio_agent.web._host import SLOW_SUBSCRIBER_SECONDS
 
 from ._agui_grammar import check_agui_stream
 from ._sse_client import open_sse
@@ -312,3 +314,20 @@ async def test_the_ag_ui_endpoint_creates_the_thread_on_first_use() -> None:
             bad = {**run_input("x"), "threadId": "no spaces allowed"}
             assert (await client.post("/api/agui", json=bad)).status_code == 400
             assert (await client.post("/api/agui", json={"threadId": thread})).status_code == 400
+
+
+async def test_a_subscriber_that_stops_reading_is_dropped_not_waited_for(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    provider = FauxProvider([faux_assistant_message("word " * 300)])
+    async with open_agent_host(faux_factory(provider)) as host:
+        session_id = await host.create_session()
+        stream = await host.start_run(session_id, "go")
+        async with stream:
+            started = trio.current_time()
+            await host.wait_idle(session_id)  # while this client reads nothing
+            assert trio.current_time() - started >= SLOW_SUBSCRIBER_SECONDS
+            received = [event async for event in stream.events]
+        assert len(received) == 64  # what its buffer held; then its stream ended
+        messages = await host.messages(session_id)
+        assert messages[-1].stop_reason == "stop"  # type: ignore[union-attr]

@@ -46,6 +46,10 @@ or let it ``"continue"`` to its end, its messages kept in the session."""
 _SUBSCRIBER_BUFFER = 64
 """Events buffered per subscriber before the run waits for it to read (backpressure)."""
 
+SLOW_SUBSCRIBER_SECONDS = 30.0
+"""How long a run waits for a subscriber whose buffer is full before dropping it (its
+stream ends, as if it had disconnected, but the run is not aborted)."""
+
 
 class RunBusyError(Exception):
     """The session already has a run going on (the app answers 409)."""
@@ -64,10 +68,16 @@ class _Run:
     async def publish(self, events: Sequence[dict[str, Any]]) -> None:
         for event in events:
             for channel in list(self.subscribers):
-                try:
-                    await channel.send(event)
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    # That client has gone; the run goes on for the others (or alone).
+                # The run waits for a slow reader (backpressure), but not for ever: the
+                # listener that publishes is shielded from the run's abort (SPEC §8).
+                with trio.move_on_after(SLOW_SUBSCRIBER_SECONDS) as slow:
+                    try:
+                        await channel.send(event)
+                    except (trio.BrokenResourceError, trio.ClosedResourceError):
+                        # That client has gone; the run goes on for the others (or alone).
+                        self.subscribers.remove(channel)
+                if slow.cancelled_caught:
+                    channel.close()  # its stream ends; the run goes on
                     self.subscribers.remove(channel)
 
     def close_subscribers(self) -> None:
