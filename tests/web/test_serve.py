@@ -10,6 +10,8 @@ import sys
 
 import httpx
 
+from trio_agent import Agent
+
 _MAIN = "import sys; from trio_agent.web import main; sys.exit(main(sys.argv[1:]))"
 
 
@@ -62,3 +64,18 @@ def test_main_returns_the_usage_status() -> None:
     from trio_agent.web import main
 
     assert main(["--store", "nope:x", "--port", "0"]) == 2
+
+
+def test_the_model_options_of_chat_select_a_real_provider() -> None:
+    from trio_agent.web._serve import _agent_factory, build_parser
+
+    args = build_parser().parse_args(
+        ["--model", "openai/gpt-4o-mini", "--api-key", "sk-test", "--thinking", "low"]
+    )
+    agent = _agent_factory(args)("session-1")
+    assert isinstance(agent, Agent)
+    assert (agent.state.model.provider, agent.state.model.id) == ("openai", "gpt-4o-mini")
+    assert agent.state.thinking_level == "low"
+    assert agent.state.tools == []  # the demo tools only with --demo-tools
+    assert agent.get_api_key is not None and agent.get_api_key("openai") == "sk-test"
+    assert agent.session_id == "session-1"

@@ -93,11 +93,11 @@ def demo_factory(
     tools: Sequence[AgentTool] = DEMO_TOOLS,
     system_prompt: str = DEMO_SYSTEM_PROMPT,
 ) -> AgentFactory:
-    """Agents on the offline demo model, one :class:`DemoModel` per session.
+    """Agents on the offline demo model of ``trio-agent``, one demo model per session.
 
-    One per session because a :class:`DemoModel` scripts the response of a request
-    when the request arrives, which is right for one conversation at a time but not
-    for several sessions streaming at once.
+    One per session because the demo model scripts the response of a request when the
+    request arrives, which is right for one conversation at a time but not for several
+    sessions streaming at once.
     """
 
     def make(session_id: str) -> Agent:
