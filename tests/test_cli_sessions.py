@@ -102,6 +102,22 @@ async def test_a_session_id_is_a_pi_session_of_the_sessions_directory(_state_hom
     ]
 
 
+async def test_a_resumed_session_keeps_its_thinking_level_unless_one_is_given(
+    _state_home: Path,
+) -> None:
+    lines = ["/thinking high", "hello"]
+    assert (await _run(["chat", "--session", "deep"], lines=lines))[0] == 0
+    url = f"jsonl:{_sessions_dir(_state_home)}"
+    async with open_store(url) as store:
+        assert (await store.open("deep")).context().thinking_level == "high"
+    assert (await _run(["run", "--session", "deep", "hi"]))[0] == 0
+    async with open_store(url) as store:
+        assert (await store.open("deep")).context().thinking_level == "high"
+    assert (await _run(["run", "--session", "deep", "--thinking", "low", "hi"]))[0] == 0
+    async with open_store(url) as store:
+        assert (await store.open("deep")).context().thinking_level == "low"
+
+
 async def test_a_pi_session_file_given_as_a_file_is_opened_in_its_directory(
     _state_home: Path,
 ) -> None:
@@ -225,6 +241,7 @@ async def test_sessions_list_shows_transcript_files_of_the_sessions_directory(
             ["run", "--store", "memory:", "--continue", "hi"],
             "no session to continue in memory:",
         ),
+        (["run", "--store", "memory:", "hi"], "--store needs --session ID or --continue"),
     ],
 )
 def test_store_usage_errors(

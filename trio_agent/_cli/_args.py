@@ -281,8 +281,7 @@ def _add_options(common: argparse.ArgumentParser) -> None:
     model.add_argument(
         "--thinking",
         choices=get_args(ThinkingLevel),
-        default="off",
-        help="thinking level for reasoning models (default: off)",
+        help="thinking level for reasoning models (default: off, or a resumed session's)",
     )
     model.add_argument("--temperature", type=_temperature, metavar="T", help="sampling temperature")
     model.add_argument(

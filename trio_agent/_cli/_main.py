@@ -231,7 +231,7 @@ async def _run_program(
                 if args.system is not None
                 else default_system_prompt(tools),
                 model=model,
-                thinking_level=args.thinking,
+                thinking_level=args.thinking or "off",
                 tools=tools,
                 messages=messages,
             ),
@@ -258,6 +258,8 @@ async def _run_program(
                 # Claimed for the whole program: a second trio-agent on it stops at once.
                 await attached.enter_async_context(stored.open(agent, tools))
                 messages = list(agent.state.messages)
+                if args.thinking is not None:  # given: it overrides the session's level
+                    agent.state.thinking_level = args.thinking
             return await _start(
                 args,
                 program,
@@ -402,6 +404,8 @@ async def _session_target(
         return StoreSession(url=url, session_id=headers[0].id)
     if autosave:
         return StoreSession(url=url, session_id=new_session_id(), create=True)
+    if args.store is not None and args.command == "run":
+        raise UsageError("--store needs --session ID or --continue")
     return None
 
 
