@@ -1,7 +1,7 @@
 """Scenarios S1-S4 against trio_agent's Agent driven by an in-process scripted stream function.
 
 Usage (from bench/py, with an interpreter in which `import trio_agent` works):
-    python trio_agent_bench.py s1|s2small|s2|s3|s3seq|s4 [--producer pull|checkpoint]
+    python trio_agent_bench.py s1|s2small|s2|s2features|s3|s3seq|s4 [--producer pull|checkpoint]
     python trio_agent_bench.py --version     # prints the trio_agent version (exit 1 if not importable)
 Prints one JSON line. Each process runs a reduced-size warm-up of the scenario first.
 
@@ -78,13 +78,13 @@ def zero_usage():
                     cost=ta.Cost(input=0, output=0, cache_read=0, cache_write=0, total=0))
 
 
-def make_agent(stream_fn, tools=(), tool_execution=None):
+def make_agent(stream_fn, tools=(), tool_execution=None, **features):
     """Agent(initial_state=..., stream_fn=..., tool_execution="parallel"|"sequential").
     GUESS: AgentInitialState takes `tools` and `messages` (upstream initialState; the seed example
     shows only system_prompt and model)."""
     initial = ta.AgentInitialState(system_prompt="bench", model=MODEL, tools=list(tools), messages=[])
     kwargs = {} if tool_execution is None else {"tool_execution": tool_execution}
-    return ta.Agent(initial_state=initial, stream_fn=stream_fn, **kwargs)
+    return ta.Agent(initial_state=initial, stream_fn=stream_fn, **kwargs, **features)
 
 
 def subscribe(agent, listener) -> None:
@@ -249,7 +249,23 @@ async def s1(n_deltas: int) -> dict:
             "faux_stream_ms": faux_ms, "faux_us_per_event": faux_ms * 1000 / updates}
 
 
-async def s2(n_turns: int) -> dict:
+async def s2(n_turns: int, features: bool = False) -> dict:
+    """`features`: the same with what later issues added switched on (compaction checks
+    before every request, usage limits checked before every request and tool call, and a
+    session in a memory store committing every message as it ends), none of them
+    reached."""
+    if features:
+        from trio_agent.sessions import attach_agent, open_store
+
+        async with open_store("memory:") as store:
+            session = await store.create()
+            limits = ta.UsageLimits(requests=10**9, tool_calls=10**9, total_tokens=10**12)
+            return await _s2(n_turns, session=session, attach=attach_agent,
+                             features={"compaction": True, "usage_limits": limits})
+    return await _s2(n_turns)
+
+
+async def _s2(n_turns: int, session=None, attach=None, features=None) -> dict:
     script = lambda k: tool_reply(k, "noop") if k < n_turns else text_reply(1)  # noqa: E731
     faux_ms = await drain_faux(script, n_turns + 1)
     executed = 0
@@ -259,7 +275,14 @@ async def s2(n_turns: int) -> dict:
         executed += 1
         return ok_result()
 
-    agent = make_agent(make_stream_fn(script), tools=[make_tool("noop", noop)])
+    agent = make_agent(make_stream_fn(script), tools=[make_tool("noop", noop)], **(features or {}))
+    if session is not None:
+        async with attach(agent, session):
+            return await _s2_timed(agent, n_turns, faux_ms, lambda: executed)
+    return await _s2_timed(agent, n_turns, faux_ms, lambda: executed)
+
+
+async def _s2_timed(agent, n_turns: int, faux_ms: float, executed_count) -> dict:
     stamps: list[float] = []  # perf_counter() at each turn_end
 
     def listener(event, signal=None):
@@ -272,6 +295,7 @@ async def s2(n_turns: int) -> dict:
     t1 = time.perf_counter()
     ms = (t1 - t0) * 1000
     turns = len(stamps)
+    executed = executed_count()
     if executed != n_turns or turns != n_turns + 1:
         raise AssertionError(f"executed={executed} turns={turns}")
     out = {"wall_ms": ms, "model_turns": turns, "turns_per_s": turns / (ms / 1000), "us_per_turn": ms * 1000 / turns,
@@ -372,6 +396,8 @@ SCEN = {
     "s1": (lambda: s1(2_000), lambda: s1(20_000)),
     "s2small": (lambda: s2(100), lambda: s2(100)),
     "s2": (lambda: s2(100), lambda: s2(1_000)),
+    # S2 with compaction checks, usage limits and a memory-store session switched on
+    "s2features": (lambda: s2(100, True), lambda: s2(1_000, True)),
     "s3": (lambda: s3(20, 0.01, "parallel"), lambda: s3(200, 0.01, "parallel")),
     "s3seq": (lambda: s3(10, 0.01, "sequential"), lambda: s3(200, 0.01, "sequential")),
     # light warm-up that retains no state: one agent, one 5-delta prompt
