@@ -219,6 +219,24 @@ async def test_sessions_list_shows_transcript_files_of_the_sessions_directory(
     assert out.splitlines()[1].endswith("  1 message  from an earlier version")
 
 
+async def test_sessions_show_and_delete_take_files(tmp_path: Path, _state_home: Path) -> None:
+    transcript = tmp_path / "old.jsonl"
+    dump_transcript(transcript, [UserMessage(content="kept as it was", timestamp=1)])
+    assert await _run(["sessions", "show", str(transcript)]) == (0, "[user] kept as it was\n", "")
+    assert await _run(["sessions", "delete", str(transcript)]) == (
+        0,
+        "",
+        f"[deleted] {str(transcript)!r}\n",
+    )
+    assert not transcript.exists()
+    assert (await _run(["run", "--session", "filed", "hello"]))[0] == 0
+    [path] = _sessions_dir(_state_home).glob("*.jsonl")
+    status, out, _ = await _run(["sessions", "show", str(path)])
+    assert (status, out.splitlines()[1]) == (0, "[user] hello")
+    assert (await _run(["sessions", "delete", str(path)]))[2] == "[deleted] session 'filed'\n"
+    assert list(_sessions_dir(_state_home).glob("*.jsonl")) == []
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
@@ -283,7 +301,8 @@ def test_a_second_program_on_a_session_is_told_who_writes_it(_state_home: Path) 
         assert second.stderr == (
             f"trio-agent: error: session 'shared' is being written by "
             f"{socket.gethostname()}:{first.pid} (another trio-agent is using it: wait "
-            "until it ends, or choose another session)\n"
+            "until it ends, or choose another session; the claim of a program that was "
+            "killed expires within 30 seconds)\n"
         )
         deleted = subprocess.run(
             [sys.executable, "-m", "trio_agent", "sessions", "delete", "shared"],

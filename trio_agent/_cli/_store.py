@@ -215,9 +215,11 @@ class StoreSession:
             except SessionBusyError as exc:
                 if claimed:
                     raise
+                lease = f"{store.lease_seconds:g}"
                 raise CommandError(
                     f"{exc} (another trio-agent is using it: wait until it ends, or "
-                    "choose another session)"
+                    "choose another session; the claim of a program that was killed "
+                    f"expires within {lease} seconds)"
                 ) from None
             except SessionNotFoundError:
                 if claimed:
