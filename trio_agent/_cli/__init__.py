@@ -13,11 +13,14 @@ terminal unless ``NO_COLOR`` is set), so stdout holds only the answer. With ``--
 stdout holds every agent event as one JSON line instead.
 
 Exit status: 0 on success, 1 when the last assistant message is an error (or the
-session file cannot be written), 2 for usage errors, 130 when interrupted (Ctrl-C).
+session cannot be written, or another process writes it), 2 for usage errors, 130 when
+interrupted (Ctrl-C).
 
 Modules: ``_args`` (command line, model selection), ``_render`` (output), ``_input``
-(terminal and piped input), ``_commands`` (slash commands), ``_session`` (session
-files), ``_program`` (runs, chat loop, Ctrl-C), ``_main`` (entry points).
+(terminal and piped input), ``_commands`` (slash commands), ``_session`` (transcript
+files, the sessions directory), ``_store`` (sessions of the store: ``--session ID``,
+``--store``, ``trio-agent sessions``), ``_program`` (runs, chat loop, Ctrl-C), ``_main``
+(entry points).
 """
 
 from __future__ import annotations

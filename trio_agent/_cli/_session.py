@@ -1,8 +1,11 @@
-"""Session files of ``trio-agent``: loading, atomic saving, and the sessions directory.
+"""Transcript files of ``trio-agent``: loading, atomic saving, and the sessions directory.
 
-A chat is saved as JSON Lines after every run: in ``--session FILE``, or else in a new
-file of the sessions directory (``$XDG_STATE_HOME/trio-agent/sessions``, by default
-``~/.local/state/trio-agent/sessions``), which ``--continue`` resumes from.
+A transcript file is the format of earlier versions (and of ``/save``): the transcript as
+JSON Lines, written whole after every run. ``--session FILE`` keeps one in that format
+when it is not a pi session file, and ``--continue`` resumes one found in the sessions
+directory (``$XDG_STATE_HOME/trio-agent/sessions``, by default
+``~/.local/state/trio-agent/sessions``) when it is the most recently written. Sessions of
+the store (pi's session files there by default) are in :mod:`._store`.
 
 Only a regular file (links followed) is loaded, and a line may hold at most
 :data:`MAX_LINE_BYTES`: a FIFO would block the program before its first run, and a link
@@ -12,7 +15,6 @@ to ``/dev/zero`` would be one endless line (issue 18, item 8).
 from __future__ import annotations
 
 import contextlib
-import datetime
 import os
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
@@ -31,7 +33,6 @@ __all__ = [
     "history_file",
     "latest_session",
     "load_session",
-    "new_session_path",
     "save_transcript",
     "sessions_directory",
     "state_directory",
@@ -83,14 +84,9 @@ def history_file(environ: Mapping[str, str] | None = None) -> Path:
     return state_directory(environ) / "history"
 
 
-def new_session_path(directory: Path) -> Path:
-    """A new file name in ``directory``: the local time, and the process id."""
-    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    return directory / f"{stamp}-{os.getpid()}.jsonl"
-
-
 def latest_session(directory: Path) -> Path:
-    """The most recently written session of ``directory`` (for ``--continue``).
+    """The most recently written ``*.jsonl`` file of ``directory`` (for ``--continue``):
+    a pi session file or a transcript file.
 
     Raises:
         UsageError: there is none.
