@@ -462,5 +462,11 @@ async def test_a_compaction_reaches_the_session(server: _Server, _state_home: Pa
     assert (await _run(["chat", *_model(server), "--session", "long"], lines=lines))[0] == 0
     async with open_store(f"jsonl:{_sessions_dir(_state_home)}") as store:
         session = await store.open("long")
-    assert any(isinstance(entry, CompactionEntry) for entry in session.entries)
-    assert [m.role for m in session.messages()][:2] == ["system", "compactionSummary"]
+    [compaction] = [e for e in session.entries if isinstance(e, CompactionEntry)]
+    assert compaction.summary == "A summary."
+    # A resumed chat starts from the summary and the kept messages.
+    messages = session.messages()
+    assert messages[0].role == "system"
+    assert "A summary." in str(messages[1])
+    assert _users(messages)[-1:] == [BIG]
+    assert len(messages) < 8
