@@ -453,10 +453,6 @@ async def test_no_compaction_turns_automatic_compaction_off(server: _Server) -> 
     assert (status, out, err) == (0, "Noted.\n" * 4, "")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attach_agent does not record the compaction event yet (trio_agent/sessions)",
-)
 async def test_a_compaction_reaches_the_session(server: _Server, _state_home: Path) -> None:
     lines = [BIG, BIG, BIG, "/compact"]
     assert (await _run(["chat", *_model(server), "--session", "long"], lines=lines))[0] == 0
@@ -468,5 +464,14 @@ async def test_a_compaction_reaches_the_session(server: _Server, _state_home: Pa
     messages = session.messages()
     assert messages[0].role == "system"
     assert "A summary." in str(messages[1])
-    assert _users(messages)[-1:] == [BIG]
+    assert _users(messages)[-1:] == [BIG.strip()]
     assert len(messages) < 8
+    # The next chat on it sends the summary and the kept messages only.
+    server.bodies.clear()
+    argv = ["chat", *_model(server), "--session", "long"]
+    status, _, err = await _run(argv, lines=["And now?"])
+    assert status == 0
+    assert err.startswith("[session] resumed 4 messages from session 'long'\n")
+    [body] = server.bodies
+    assert "A summary." in json.dumps(body)
+    assert len(json.dumps(body)) < 2 * len(BIG)
