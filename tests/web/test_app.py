@@ -331,3 +331,18 @@ async def test_a_subscriber_that_stops_reading_is_dropped_not_waited_for(
         assert len(received) == 64  # what its buffer held; then its stream ended
         messages = await host.messages(session_id)
         assert messages[-1].stop_reason == "stop"  # type: ignore[union-attr]
+
+
+async def test_steering_before_the_runs_agent_exists_is_delivered() -> None:
+    provider = FauxProvider([faux_assistant_message("one"), faux_assistant_message("two")])
+    async with open_agent_host(faux_factory(provider)) as host:
+        session_id = await host.create_session()
+        stream = await host.start_run(session_id, "go")
+        # The run's task has not started yet: there is no agent to queue on.
+        assert host.steer(session_id, "right away")
+        async with stream:
+            events = [event async for event in stream.events]
+        check_agui_stream(events)
+        messages = await host.messages(session_id)
+        texts = [content_text(m.content) for m in messages[1:]]  # type: ignore[union-attr]
+        assert texts == ["go", "right away", "one"]

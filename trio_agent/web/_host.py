@@ -36,8 +36,9 @@ __all__ = [
 logger = logging.getLogger("trio_agent.web")
 
 AgentFactory: TypeAlias = Callable[[str], "Agent | Awaitable[Agent]"]
-"""``factory(session_id)`` returns the agent of a session (plain function or ``async
-def``); the host calls it the first time a session runs in this process."""
+"""``factory(session_id)`` returns an agent for a session (plain function or ``async
+def``); the host calls it for each run and loads the session's transcript into it, so
+an idle session costs no agent."""
 
 DisconnectPolicy: TypeAlias = Literal["abort", "continue"]
 """What a client that disconnects mid-run does to the run: ``"abort"`` it (the default),
@@ -64,6 +65,16 @@ class _Run:
     agent: Agent | None = None
     finished: trio.Event = attrs.Factory(trio.Event)
     published: bool = False
+    queued: list[tuple[Literal["steer", "follow_up"], AgentMessage]] = attrs.Factory(list)
+    """Messages queued before the run's agent existed."""
+
+    def queue(self, kind: Literal["steer", "follow_up"], message: AgentMessage) -> None:
+        if self.agent is None:
+            self.queued.append((kind, message))
+        elif kind == "steer":
+            self.agent.steer(message)
+        else:
+            self.agent.follow_up(message)
 
     async def publish(self, events: Sequence[dict[str, Any]]) -> None:
         for event in events:
@@ -126,12 +137,11 @@ class AgentHost:
 
     _nursery: trio.Nursery = attrs.field(alias="nursery")
     agent_factory: AgentFactory
-    """Makes the agent of a session the first time it runs in this process."""
+    """Makes the agent of each run."""
     sessions: WebSessions
     """Where transcripts are kept."""
     on_disconnect: DisconnectPolicy = "abort"
     """What a client's disconnection does to its run."""
-    _agents: dict[str, Agent] = attrs.field(factory=dict, init=False)
     _runs: dict[str, _Run] = attrs.field(factory=dict, init=False)
 
     # -- sessions ---------------------------------------------------------------------
@@ -175,13 +185,9 @@ class AgentHost:
         return session_id in self._runs
 
     async def _agent(self, session_id: str) -> Agent:
-        agent = self._agents.get(session_id)
-        if agent is None:
-            agent = await maybe_await(self.agent_factory(session_id))
-            if not isinstance(agent, Agent):
-                raise TypeError(f"the agent factory returned {agent!r}, not an Agent")
-            # Another request may have made one while this one awaited the factory.
-            agent = self._agents.setdefault(session_id, agent)
+        agent = await maybe_await(self.agent_factory(session_id))
+        if not isinstance(agent, Agent):
+            raise TypeError(f"the agent factory returned {agent!r}, not an Agent")
         return agent
 
     # -- runs -------------------------------------------------------------------------
@@ -233,12 +239,7 @@ class AgentHost:
         run = self._runs.get(session_id)
         if run is None:
             return False
-        agent = self._agents[session_id]
-        message = UserMessage(content=text)
-        if kind == "steer":
-            agent.steer(message)
-        else:
-            agent.follow_up(message)
+        run.queue(kind, UserMessage(content=text))
         return True
 
     def abort(self, session_id: str, reason: str = "aborted by the client") -> bool:
@@ -269,6 +270,9 @@ class AgentHost:
             with run.scope:
                 async with self.sessions.open_run(run.session_id, agent):
                     run.agent = agent
+                    for kind, message in run.queued:
+                        run.queue(kind, message)
+                    run.queued.clear()
 
                     async def listener(event: AgentEvent) -> None:
                         if event.type == "agent_start":
@@ -329,8 +333,8 @@ async def open_agent_host(
     events are delivered and committed before it returns.
 
     Args:
-        agent_factory: ``factory(session_id)`` returns the session's :class:`Agent`
-            (called once per session and process; the transcript is loaded into it).
+        agent_factory: ``factory(session_id)`` returns an :class:`Agent` for the
+            session (called for each run; the session's transcript is loaded into it).
         sessions: The session store (default: :class:`MemorySessions`).
         on_disconnect: ``"abort"`` a run whose client disconnects, or let it
             ``"continue"``.
