@@ -18,31 +18,13 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from loop_helpers import make_tool, noop_execute
 
-from trio_agent import (
-    AbortSignal,
-    AgentTool,
-    AgentToolResult,
-    AgentToolUpdateCallback,
-    TextContent,
-    ToolArgumentsError,
-    ToolCall,
-    _validation,
-    validate_tool_arguments,
-)
-
-
-async def _execute(
-    tool_call_id: str,
-    params: dict[str, Any],
-    signal: AbortSignal,
-    on_update: AgentToolUpdateCallback,
-) -> AgentToolResult:
-    return AgentToolResult(content=[TextContent(text="ok")])
+from trio_agent import ToolArgumentsError, ToolCall, _validation, validate_tool_arguments
 
 
 def _outcome(schema: dict[str, Any], arguments: Any, *, compiled: bool) -> tuple[str, Any]:
-    tool = AgentTool(name="t", label="t", description="t", parameters=schema, execute=_execute)
+    tool = make_tool("t", noop_execute, parameters=schema)
     call = ToolCall(id="c", name="t", arguments=arguments)
     saved = _validation._compiled
     if not compiled:
