@@ -253,6 +253,7 @@ async def _run_program(
             choose_model=models.choose,
             new_session_only=autosave,
         )
+        where = repr(str(session)) if session is not None else stored.label if stored else ""
         async with contextlib.AsyncExitStack() as attached:
             if stored is not None and not autosave:
                 # Claimed for the whole program: a second trio-agent on it stops at once.
@@ -260,7 +261,7 @@ async def _run_program(
                 messages = list(agent.state.messages)
                 if args.thinking is not None:  # given: it overrides the session's level
                     agent.state.thinking_level = args.thinking
-            return await _start(
+            status = await _start(
                 args,
                 program,
                 renderer,
@@ -273,9 +274,9 @@ async def _run_program(
                 images=images,
                 prompt=prompt,
                 messages=messages,
-                where=repr(str(session)) if session is not None else stored.label if stored else "",
+                where=where,
             )
-    raise AssertionError("unreachable")  # pragma: no cover  (mypy: the block returns)
+    return status
 
 
 async def _start(
