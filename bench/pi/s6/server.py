@@ -3,14 +3,16 @@
 ``python server.py`` prints ``<port>`` on its first line, then serves until stdin closes.
 A request to ``/<api>/<kind>/<n>/...`` (any method, any rest of the path) is answered with
 status 200, ``text/event-stream``, and the events of ``bodies.events(api, kind, n)`` in a
-chunked body. The events are written ``--per-write`` at a time (default 1: one event per
-write, as a provider's server streams them; the client still reads whatever has arrived).
+chunked body, one chunk per write of ``--per-write`` events (default 1, or the
+``S6_PER_WRITE`` environment variable: one event per write, as a provider's server streams
+them; the client still reads whatever has arrived).
 Bodies are built once per (api, kind, n) before they are first served.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -63,7 +65,7 @@ class _Handler(BaseHTTPRequestHandler):
 def main() -> None:
     global PER_WRITE
     parser = argparse.ArgumentParser()
-    parser.add_argument("--per-write", type=int, default=1)
+    parser.add_argument("--per-write", type=int, default=int(os.environ.get("S6_PER_WRITE", "1")))
     parser.add_argument("--prepare", nargs="*", default=[], help="api:kind:n to build before serving")
     args = parser.parse_args()
     PER_WRITE = args.per_write
