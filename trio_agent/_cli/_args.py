@@ -173,7 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
             "Text streams to stdout; tool calls, results and notices go to stderr as "
             "one-line '[tag] ...' forms. Ctrl-C aborts the run, a second Ctrl-C exits "
             "(status 130). In chat, /help lists the commands. 'trio-agent models' lists "
-            "the models."
+            "the models, 'trio-agent sessions list' the saved chats."
         ),
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
