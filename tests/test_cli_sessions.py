@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import secrets
 import socket
 import subprocess
 import sys
@@ -190,6 +191,38 @@ async def test_an_sqlite_store_and_the_sessions_command(tmp_path: Path) -> None:
     with pytest.raises(UsageError) as caught:
         await _run(["sessions", "show", "--store", url, "a"])
     assert str(caught.value) == f"no session 'a' in {url}"
+
+
+POSTGRES_URL_VARIABLE = "TRIO_AGENT_TEST_POSTGRES_URL"
+
+
+@pytest.fixture
+def postgres_url() -> str:
+    """The test server's URL: the tests skip without it (and fail under CI)."""
+    url = os.environ.get(POSTGRES_URL_VARIABLE, "")
+    if not url:
+        message = f"set {POSTGRES_URL_VARIABLE} to a PostgreSQL URL (see the README)"
+        if os.environ.get("CI", "").lower() in ("true", "1", "yes"):
+            pytest.fail(f"CI=true and {message}", pytrace=False)
+        pytest.skip(message)
+    return url
+
+
+async def test_a_postgresql_store(postgres_url: str) -> None:
+    url = postgres_url
+    session_id = f"cli-{secrets.token_hex(6)}"
+    argv = ["run", "--store", url, "--session", session_id]
+    try:
+        assert await _run([*argv, "What is 3 + 4?"]) == (0, ADD_OUT, ADD_ERR)
+        status, _, err = await _run([*argv, "hello"])
+        assert (status, err) == (0, f"[session] resumed 5 messages from session {session_id!r}\n")
+        _, out, _ = await _run(["sessions", "list", "--store", url])
+        [row] = [row for row in out.splitlines() if row.startswith(session_id + " ")]
+        assert row.endswith("  6 messages  What is 3 + 4?")
+    finally:
+        await _run(["sessions", "delete", "--store", url, session_id])
+    async with open_store(url) as store:
+        assert session_id not in [header.id for header in await store.list()]
 
 
 async def test_chat_lists_the_sessions_of_a_memory_store() -> None:
