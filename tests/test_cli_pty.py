@@ -284,3 +284,18 @@ def test_compact_and_sessions_in_a_chat_on_a_session_of_the_store(tmp_path: Path
     assert child.exitstatus == 0
     messages = _stored(sessions)
     assert [m.role for m in messages] == ["system", "user", "assistant", "toolResult", "assistant"]
+
+
+def test_a_second_chat_on_a_session_in_use_names_its_holder(tmp_path: Path) -> None:
+    first = _spawn(tmp_path, "--session", "busy", no_color=True)
+    first.expect_exact(PROMPT)  # claimed before the first prompt
+    second = _spawn(tmp_path, "--session", "busy", no_color=True)
+    second.expect_exact("trio-agent: error: session 'busy' is being written by ")
+    second.expect_exact(f":{first.pid} (another trio-agent is using it")
+    second.expect(pexpect.EOF)
+    second.close()
+    assert second.exitstatus == 1
+    first.send(CTRL_D)
+    first.expect(pexpect.EOF)
+    first.close()
+    assert first.exitstatus == 0
