@@ -19,12 +19,14 @@ import zlib
 from collections.abc import AsyncIterable, Callable
 from typing import Any
 
+from ._compaction import SUMMARIZATION_SYSTEM_PROMPT
 from ._events import AssistantMessageEvent
 from ._messages import (
     AssistantContent,
     AssistantMessage,
     Message,
     Model,
+    SystemMessage,
     ToolCall,
     ToolResultMessage,
     UserMessage,
@@ -266,6 +268,13 @@ def demo_response(
     reply that echoes it.
     """
     messages: list[Message] = context.messages
+    first = messages[0] if messages else None
+    if isinstance(first, SystemMessage) and first.content == SUMMARIZATION_SYSTEM_PROMPT:
+        # A compaction's summary request: the demo model cannot summarize; a stand-in.
+        return faux_assistant_message(
+            "## Goal\nTry the offline demo model of trio-agent.\n\n## Progress\n"
+            "The earlier messages, summarized by the demo model (a stand-in for a summary)."
+        )
     tail_start = 0
     for index, message in enumerate(messages):
         if isinstance(message, AssistantMessage):
