@@ -129,8 +129,11 @@ def browser() -> Iterator[Browser]:
 
 
 @pytest.fixture
-def tab(browser: Browser) -> Iterator[Page]:
-    with _server(tokens_per_second=40) as url:
+def tab(browser: Browser, request: pytest.FixtureRequest) -> Iterator[Page]:
+    """A page of a fresh server; the demo model's pace (tokens per second) is the
+    fixture's parameter, slower for the tests that act while an answer streams."""
+    pace: float = getattr(request, "param", 40)
+    with _server(tokens_per_second=pace) as url:
         context = browser.new_context()
         page = context.new_page()
         page.goto(url + "/")
@@ -143,6 +146,7 @@ def _send(page: Page, text: str) -> None:
     page.press("#prompt", "Enter")
 
 
+@pytest.mark.parametrize("tab", [12], indirect=True)
 def test_streamed_answer_with_thinking(tab: Page) -> None:
     _send(tab, "please think, then say hello")
     expect(tab.locator("#status")).to_have_text("working…")
@@ -168,6 +172,7 @@ def test_tool_call_and_result(tab: Page) -> None:
     )
 
 
+@pytest.mark.parametrize("tab", [12], indirect=True)
 def test_stop_button(tab: Page) -> None:
     _send(tab, "tell me everything you know")
     answer = tab.locator(".message.assistant").last
@@ -182,6 +187,7 @@ def test_stop_button(tab: Page) -> None:
     expect(tab.locator("#stop")).to_be_disabled()
 
 
+@pytest.mark.parametrize("tab", [12], indirect=True)
 def test_typing_while_the_agent_works_steers_it(tab: Page) -> None:
     _send(tab, "tell me a long story")
     expect(tab.locator(".message.assistant").last).to_contain_text("You said")

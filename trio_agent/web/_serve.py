@@ -38,6 +38,7 @@ def _config(host: str, port: int) -> Config:
     config = Config()
     config.bind = [f"{host}:{port}"]
     config.accesslog = None
+    config.loglevel = "WARNING"  # serve's own line names the URL; errors still show
     config.graceful_timeout = 2.0
     return config
 
