@@ -103,7 +103,7 @@ async def test_events_stream_as_they_happen_and_steering() -> None:
     provider.set_responses(
         [
             faux_assistant_message(
-                [faux_tool_call("pause", {"seconds": 0.5}, id="c1")], stop_reason="toolUse"
+                [faux_tool_call("pause", {"seconds": 1.5}, id="c1")], stop_reason="toolUse"
             ),
             faux_assistant_message("after steering: " + "x " * 20),
         ]
@@ -272,7 +272,8 @@ async def test_a_failing_store_is_the_runs_error_not_the_hosts() -> None:
 
 
 async def test_a_watcher_that_leaves_does_not_abort_the_run() -> None:
-    provider = FauxProvider([faux_assistant_message("word " * 40)], tokens_per_second=400)
+    # Longer than the starter's buffer: the run waits for it, so the watcher finds it.
+    provider = FauxProvider([faux_assistant_message("word " * 200)], tokens_per_second=400)
     async with running_server(provider) as server:
         session_id = await server.new_session()
         stream = await server.host.start_run(session_id, "go")
