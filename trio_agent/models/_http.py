@@ -399,7 +399,13 @@ async def stream_http(
             mapper = api.create_mapper(stream.builder, model)
             stream.started = True
             yield stream.builder.start()
-            chunks = response.aiter_bytes()
+            # Without a Content-Encoding the decoded bytes are the raw ones: reading them raw
+            # saves aiter_bytes' generator per piece. (A body already read, as a test
+            # transport's, is served by aiter_bytes.)
+            raw_body = (
+                not response.is_stream_consumed and "content-encoding" not in response.headers
+            )
+            chunks = response.aiter_raw() if raw_body else response.aiter_bytes()
             # The body's events, read through ``mapper``, ending with the terminal event.
             on_event = options.on_provider_stream_event
             decoder = SseDecoder()
