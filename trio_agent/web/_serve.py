@@ -164,21 +164,48 @@ def build_parser() -> argparse.ArgumentParser:
         help="what a client that disconnects mid-run does to the run (default: abort)",
     )
     model = parser.add_argument_group("model (as for trio-agent chat)")
-    model.add_argument("--model", type=parse_model_spec, metavar="PROVIDER/ID")
-    model.add_argument("--base-url", metavar="URL")
     model.add_argument(
-        "--api", choices=("openai-completions", "anthropic-messages", "openai-responses")
+        "--model",
+        type=parse_model_spec,
+        metavar="PROVIDER/ID",
+        help="a catalog model, or with --base-url any model of an OpenAI-compatible server "
+        "(default: the offline demo model faux/demo)",
     )
-    model.add_argument("--api-key", metavar="KEY")
-    model.add_argument("--thinking", choices=get_args(ThinkingLevel), default="off")
-    model.add_argument("--temperature", type=float, metavar="T")
-    model.add_argument("--max-retries", type=int, metavar="N")
-    model.add_argument("--tokens-per-second", type=float, default=200.0, metavar="N")
+    model.add_argument("--base-url", metavar="URL", help="the API base URL")
+    model.add_argument(
+        "--api",
+        choices=("openai-completions", "anthropic-messages", "openai-responses"),
+        help="wire API of a --base-url model that is not in the catalog",
+    )
+    model.add_argument(
+        "--api-key", metavar="KEY", help="API key (default: the provider's environment variable)"
+    )
+    model.add_argument(
+        "--thinking",
+        choices=get_args(ThinkingLevel),
+        default="off",
+        help="thinking level for reasoning models (default: off)",
+    )
+    model.add_argument("--temperature", type=float, metavar="T", help="sampling temperature")
+    model.add_argument(
+        "--max-retries", type=int, metavar="N", help="retries of a failed provider request"
+    )
+    model.add_argument(
+        "--tokens-per-second",
+        type=float,
+        default=200.0,
+        metavar="N",
+        help="streaming pace of the demo model (default: 200)",
+    )
     agent = parser.add_argument_group("agent")
     agent.add_argument("--system", metavar="PROMPT", help="the system prompt")
     tools = agent.add_mutually_exclusive_group()
-    tools.add_argument("--no-tools", action="store_true")
-    tools.add_argument("--demo-tools", action="store_true")
+    tools.add_argument(
+        "--no-tools", action="store_true", help="do not offer the demo tools to the demo model"
+    )
+    tools.add_argument(
+        "--demo-tools", action="store_true", help="offer the demo tools to any model"
+    )
     return parser
 
 
