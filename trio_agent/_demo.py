@@ -325,7 +325,8 @@ class DemoModel:
     def stream_fn(
         self, model: Model, context: LlmContext, options: StreamOptions
     ) -> AsyncIterable[AssistantMessageEvent]:
-        """A :data:`~trio_agent.StreamFn` that never runs out of scripted responses."""
-        if self.provider.pending_response_count == 0:
-            self.provider.append_responses([demo_response])
+        """A :data:`~trio_agent.StreamFn` that never runs out of scripted responses: each
+        request queues the factory that answers it (requests that start at once each get
+        their own)."""
+        self.provider.append_responses([demo_response])
         return self.provider.stream_fn(model, context, options)
