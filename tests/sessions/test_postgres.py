@@ -164,9 +164,20 @@ def waiting_queries(url: str, schema: str) -> list[tuple[int, str]]:
         rows = connection.execute(
             "SELECT pid, query FROM pg_stat_activity "
             "WHERE state = 'active' AND query LIKE %s AND pid <> pg_backend_pid()",
-            (f'%"{schema}".sessions%FOR UPDATE OF s%',),
+            (f'%"{schema}".sessions%FOR UPDATE%',),
         ).fetchall()
         return [(int(pid), str(query)) for pid, query in rows]
+
+
+async def wait_until_waiting(url: str, schema: str) -> list[tuple[int, str]]:
+    """Poll the server until a query of ours waits for the session's row lock (nothing
+    on our side can tell)."""
+    with trio.fail_after(10):
+        while True:
+            await trio.sleep(0.01)
+            waiting = await trio.to_thread.run_sync(waiting_queries, url, schema)
+            if waiting:
+                return waiting
 
 
 async def test_a_cancelled_query_is_cancelled_on_the_server_and_the_pool_stays_healthy(
@@ -178,9 +189,12 @@ async def test_a_cancelled_query_is_cancelled_on_the_server_and_the_pool_stays_h
         await session.append_message(user("before"))
         for _ in range(5):  # more times than the pool has connections
             with row_locked(url, schema, "slow"):
-                start = trio.current_time()
-                with trio.move_on_after(0.2) as scope:
-                    await session.append_message(user("never"))
+                with trio.CancelScope() as scope:
+                    async with trio.open_nursery() as nursery:
+                        nursery.start_soon(session.append_message, user("never"))
+                        await wait_until_waiting(url, schema)
+                        start = trio.current_time()
+                        scope.cancel()
                 assert scope.cancelled_caught
                 # Not abandoned: the call returned once the server had cancelled it.
                 assert trio.current_time() - start < 3.0
@@ -209,11 +223,7 @@ async def test_a_lost_connection_is_a_store_error_with_its_cause_and_no_half_bat
             async with trio.open_nursery() as nursery:
 
                 async def kill_the_waiting_connection() -> None:
-                    while not (
-                        waiting := await trio.to_thread.run_sync(waiting_queries, url, schema)
-                    ):
-                        await trio.sleep(0.01)
-                    ((pid, _),) = waiting
+                    ((pid, _),) = await wait_until_waiting(url, schema)
                     locker.execute("SELECT pg_terminate_backend(%s)", (pid,))
 
                 nursery.start_soon(kill_the_waiting_connection)
@@ -240,7 +250,9 @@ async def test_writers_racing_for_a_claim_from_two_pools_one_wins(
         for n in range(40):
             winners: list[str] = []
 
-            async def claim(store: SessionStore, name: str, session_id: str) -> None:
+            async def claim(
+                store: SessionStore, name: str, session_id: str, winners: list[str] = winners
+            ) -> None:
                 try:
                     async with store.open_for_writing(session_id, holder=name):
                         winners.append(name)

@@ -94,11 +94,14 @@ async def test_a_steered_message_reaches_the_idle_owner_and_is_committed_once(
         assert content_text(entry.message.content) == "change of plan"  # type: ignore[union-attr]
         # A later owner does not get it again.
         agent = make_agent(FauxProvider([]))
-        async with owner_store.open_for_writing("s") as session, attach_agent(agent, session):
-            async with owner_store.open_inbox(session, agent) as inbox:
-                await trio.sleep(0.2)
-                assert inbox.delivered == 0
-                assert not agent.has_queued_messages()
+        async with (
+            owner_store.open_for_writing("s") as session,
+            attach_agent(agent, session),
+            owner_store.open_inbox(session, agent) as inbox,
+        ):
+            await trio.sleep(0.2)
+            assert inbox.delivered == 0
+            assert not agent.has_queued_messages()
 
 
 async def test_steering_during_a_run_and_a_follow_up(url: str, schema: str) -> None:
@@ -132,15 +135,19 @@ async def test_steering_during_a_run_and_a_follow_up(url: str, schema: str) -> N
     agent = make_agent(faux, [tool])
     async with pg(url, schema) as store, pg(url, schema) as sender:
         await store.create(session_id="run")
-        async with store.open_for_writing("run") as session, attach_agent(agent, session):
-            async with store.open_inbox(session, agent) as inbox, trio.open_nursery() as nursery:
-                nursery.start_soon(agent.prompt, "look around")
-                await tool_started.wait()
-                await sender.steer("run", user("also this"))
-                await sender.follow_up("run", user("and then that"))
-                while inbox.delivered < 2:
-                    await trio.sleep(0.01)
-                release.set()
+        async with (
+            store.open_for_writing("run") as session,
+            attach_agent(agent, session),
+            store.open_inbox(session, agent) as inbox,
+            trio.open_nursery() as nursery,
+        ):
+            nursery.start_soon(agent.prompt, "look around")
+            await tool_started.wait()
+            await sender.steer("run", user("also this"))
+            await sender.follow_up("run", user("and then that"))
+            while inbox.delivered < 2:  # noqa: ASYNC110  (the inbox has no event for it)
+                await trio.sleep(0.01)
+            release.set()
         stored = await store.open("run")
         assert texts(stored.messages()) == ["look around", "also this", "and then that"]
         assert texts(stored.messages(), "assistant")[-2:] == ["steered", "followed up"]
@@ -160,10 +167,13 @@ async def test_a_message_taken_but_never_committed_goes_to_the_next_owner(
                 await inbox.wait_queued()
         # The next owner gets it, and commits it under its queue id.
         agent = make_agent(FauxProvider([faux_assistant_message("yes")]))
-        async with store.open_for_writing("s") as session, attach_agent(agent, session):
-            async with store.open_inbox(session, agent) as inbox:
-                await inbox.wait_queued()
-                await agent.continue_()
+        async with (
+            store.open_for_writing("s") as session,
+            attach_agent(agent, session),
+            store.open_inbox(session, agent) as inbox,
+        ):
+            await inbox.wait_queued()
+            await agent.continue_()
         stored = await store.open("s")
         assert texts(stored.messages()) == ["hi", "are you there?"]
         assert stored.entry(queue_id) is not None
@@ -191,14 +201,16 @@ async def test_many_inboxes_share_one_listening_connection(url: str, schema: str
                 faux = FauxProvider([faux_assistant_message("hello"), faux_assistant_message("ok")])
                 agent = make_agent(faux)
                 await store.create(session_id=session_id)
-                async with store.open_for_writing(session_id) as session:
-                    async with attach_agent(agent, session):
-                        await agent.prompt("hi")
-                        async with store.open_inbox(session, agent) as inbox:
-                            task_status.started()
-                            await inbox.wait_queued()
-                            await agent.continue_()
-                            delivered[session_id] = inbox.delivered
+                async with (
+                    store.open_for_writing(session_id) as session,
+                    attach_agent(agent, session),
+                ):
+                    await agent.prompt("hi")
+                    async with store.open_inbox(session, agent) as inbox:
+                        task_status.started()
+                        await inbox.wait_queued()
+                        await agent.continue_()
+                        delivered[session_id] = inbox.delivered
 
             for n in range(count):
                 await nursery.start(own, f"s{n}")
