@@ -65,6 +65,7 @@ def _type_aliases() -> dict[str, str]:
         "trio_agent.serialization",
         "trio_agent.sessions",
         "trio_agent.testing",
+        "trio_agent.web",
     ):
         module = importlib.import_module(module_name)
         for name in dir(module):

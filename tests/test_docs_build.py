@@ -23,6 +23,7 @@ import trio_agent.models
 import trio_agent.serialization
 import trio_agent.sessions
 import trio_agent.testing
+import trio_agent.web
 
 ROOT = Path(__file__).resolve().parents[1]
 MODULES: list[types.ModuleType] = [
@@ -33,6 +34,7 @@ MODULES: list[types.ModuleType] = [
     trio_agent.serialization,
     trio_agent.sessions,
     trio_agent.testing,
+    trio_agent.web,
 ]
 
 

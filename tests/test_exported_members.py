@@ -17,8 +17,15 @@ import trio_agent.otel
 import trio_agent.serialization
 import trio_agent.sessions
 import trio_agent.testing
+import trio_agent.web
 
 EXPECTED: dict[types.ModuleType, set[str]] = {
+    trio_agent.web: {
+        "AGUI_EVENT_TYPES", "AgUiEncoder", "AgentFactory", "AgentHost", "DisconnectPolicy",
+        "EventStreamResponse", "MemorySessions", "RunBusyError", "RunStream", "SessionInfo",
+        "StoreSessions", "UnknownSessionError", "WebSessions", "agui_messages", "create_app",
+        "demo_factory", "main", "message_id", "open_agent_host", "serve", "sse_event",
+    },
     trio_agent.sessions: {
         "BranchSummaryEntry", "CONFORMANCE_CHECKS", "CURRENT_VERSION", "CompactionEntry",
         "ContextEditEntry", "CustomEntry", "CustomMessageEntry", "DEFAULT_LEASE_SECONDS",
@@ -141,6 +148,9 @@ def test_optional_namespaces_are_not_imported_by_trio_agent() -> None:
         "trio_agent.otel",
         "trio_agent.mcp",
         "trio_agent.sessions",
+        "trio_agent.web",
+        "starlette",
+        "hypercorn",
         "opentelemetry",
         "mcp",
     ]

@@ -192,6 +192,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     for command in (run, chat):
         _add_options(command)
+    # Only for the listing: 'trio-agent serve' is parsed by trio_agent.web (main() hands it
+    # the arguments before this parser sees them).
+    commands.add_parser(
+        "serve",
+        help="serve a chat page on http://127.0.0.1:8321/ (needs trio-agent[web]; "
+        "'trio-agent serve --help' lists its options)",
+        add_help=False,
+    )
     models = commands.add_parser(
         "models",
         help="list the models of the built-in catalog",

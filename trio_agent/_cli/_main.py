@@ -482,9 +482,17 @@ async def _list_models(provider: str | None, stdout: TextIO, stderr: TextIO) -> 
 def main(argv: Sequence[str] | None = None) -> int:
     """The console script: parse ``argv`` (default ``sys.argv[1:]``), run, return the
     exit status (0 ok, 1 error, 2 usage error, 130 interrupted)."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["serve"]:
+        try:
+            from ..web import main as serve_main
+        except ImportError as exc:
+            sys.stderr.write(f"{PROG} serve: {exc} (pip install 'trio-agent[web]')\n")
+            return EXIT_USAGE
+        return serve_main(arguments[1:])
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(arguments)
     except SystemExit as exc:  # --help (0) or a usage error (2), already printed
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     for stream in (sys.stdout, sys.stderr):

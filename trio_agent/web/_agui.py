@@ -212,16 +212,15 @@ class AgUiEncoder:
     Stateful (it tracks open messages, blocks and turns): use one encoder per run and
     feed it every event of the run. Sync: encoding never blocks.
 
-    Args:
-        thread_id: The AG-UI ``threadId`` (the session's id).
-        run_id: The AG-UI ``runId``.
-        first_message_index: The transcript length when the run starts: the index, and
-            so the id, of the run's first message.
     """
 
     thread_id: str
+    """The AG-UI ``threadId`` (the session's id)."""
     run_id: str
+    """The AG-UI ``runId``."""
     first_message_index: int = 0
+    """The transcript length when the run starts: the index, and so the id, of the run's
+    first message."""
     _next_index: int = attrs.field(init=False, default=0)
     _turn: int = attrs.field(init=False, default=0)
     _open: _OpenMessage | None = attrs.field(init=False, default=None)

@@ -110,8 +110,11 @@ class RunStream:
     last one. Close it (``async with``) to unsubscribe."""
 
     session_id: str
+    """The session the run belongs to."""
     run_id: str
+    """The run's id (AG-UI's ``runId``)."""
     events: trio.MemoryReceiveChannel[dict[str, Any]]
+    """The run's AG-UI events; the channel ends after the last one."""
     _run: _Run
 
     def abort(self, reason: str = "aborted by the client") -> None:

@@ -35,18 +35,16 @@ def sse_event(data: dict[str, Any]) -> bytes:
 
 @attrs.define(eq=False)
 class EventStreamResponse:
-    """An ASGI response streaming ``events`` as SSE until the channel ends.
-
-    Args:
-        events: The events to send; the response ends when the channel is closed.
-        on_disconnect: Called (once) when the client disconnects before the end.
-        first: Events sent before the channel's (a snapshot, say).
-    """
+    """An ASGI response streaming ``events`` as SSE until the channel ends."""
 
     events: trio.MemoryReceiveChannel[dict[str, Any]]
+    """The events to send; the response ends when the channel is closed."""
     on_disconnect: Callable[[], None]
+    """Called (once) when the client disconnects before the end."""
     first: list[dict[str, Any]] = attrs.Factory(list)
+    """Events sent before the channel's (a snapshot, say)."""
     keepalive_seconds: float = KEEPALIVE_SECONDS
+    """Seconds of silence after which a comment line keeps the connection alive."""
 
     async def __call__(
         self,

@@ -37,17 +37,13 @@ def _milliseconds(timestamp: str) -> int:
 
 @attrs.define(eq=False)
 class StoreSessions:
-    """:class:`~trio_agent.web.WebSessions` kept in a :class:`~trio_agent.sessions.SessionStore`.
-
-    Args:
-        store: An open store (from :func:`trio_agent.sessions.open_store`); the caller
-            closes it.
-        list_limit: How many of the newest sessions the session list shows (each one's
-            title is read from its transcript).
-    """
+    """:class:`~trio_agent.web.WebSessions` kept in a :class:`~trio_agent.sessions.SessionStore`."""
 
     store: SessionStore
+    """An open store (from :func:`trio_agent.sessions.open_store`); the caller closes it."""
     list_limit: int = 100
+    """How many of the newest sessions the session list shows (each one's title is read
+    from its transcript)."""
 
     async def create(self, session_id: str | None = None) -> str:
         try:
