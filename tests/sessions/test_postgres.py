@@ -11,7 +11,7 @@ import pytest
 import trio
 import trio.testing
 
-from trio_agent import UserMessage
+from trio_agent import AgentMessage, UserMessage, content_text
 from trio_agent.sessions import (
     CONFORMANCE_CHECKS,
     DuplicateEntryError,
@@ -52,6 +52,10 @@ def pg_factory(url: str, schemas: list[str]) -> StoreFactory:
 
 def user(text: str) -> UserMessage:
     return UserMessage(content=text, timestamp=1_700_000_000_000)
+
+
+def user_texts(messages: list[AgentMessage]) -> list[str]:
+    return [content_text(m.content) for m in messages if isinstance(m, UserMessage)]
 
 
 @pytest.mark.parametrize("check", CONFORMANCE_CHECKS.values(), ids=list(CONFORMANCE_CHECKS))
@@ -114,7 +118,7 @@ async def test_duplicate_id_changes_nothing_in_the_database(
         # The next append continues the sequence with no gap or clash.
         await session.append_message(user("two"))
         stored = await store.open("dup")
-        assert [m.content for m in stored.messages()] == ["one", "two"]
+        assert user_texts(stored.messages()) == ["one", "two"]
 
 
 async def test_a_bad_url_is_a_session_store_error(schemas: list[str]) -> None:
@@ -200,14 +204,14 @@ async def test_a_cancelled_query_is_cancelled_on_the_server_and_the_pool_stays_h
                 assert trio.current_time() - start < 3.0
                 assert await trio.to_thread.run_sync(waiting_queries, url, schema) == []
             stored = await store.open("slow")
-            assert [m.content for m in stored.messages()] == ["before"]
+            assert user_texts(stored.messages()) == ["before"]
         # Every connection went back clean: a batch commits on each of them.
         async with trio.open_nursery() as nursery:
             for n in range(4):
                 nursery.start_soon(functools.partial(store.create, session_id=f"after-{n}"))
         await session.append_message(user("after"))
         stored = await store.open("slow")
-        assert [m.content for m in stored.messages()] == ["before", "after"]
+        assert user_texts(stored.messages()) == ["before", "after"]
 
 
 async def test_a_lost_connection_is_a_store_error_with_its_cause_and_no_half_batch(
@@ -231,11 +235,11 @@ async def test_a_lost_connection_is_a_store_error_with_its_cause_and_no_half_bat
                     await session.append_messages([user("a"), user("b")])
         assert isinstance(caught.value.__cause__, psycopg.OperationalError)
         stored = await store.open("lost")
-        assert [m.content for m in stored.messages()] == ["kept"]
+        assert user_texts(stored.messages()) == ["kept"]
         # The pool replaced the broken connection.
         await session.append_messages([user("a"), user("b")])
         stored = await store.open("lost")
-        assert [m.content for m in stored.messages()] == ["kept", "a", "b"]
+        assert user_texts(stored.messages()) == ["kept", "a", "b"]
 
 
 async def test_writers_racing_for_a_claim_from_two_pools_one_wins(

@@ -91,7 +91,8 @@ async def test_a_steered_message_reaches_the_idle_owner_and_is_committed_once(
         # The entry of the delivered message has the queue id.
         entry = stored.entry(queue_id)
         assert isinstance(entry, MessageEntry)
-        assert content_text(entry.message.content) == "change of plan"  # type: ignore[union-attr]
+        assert isinstance(entry.message, UserMessage)
+        assert content_text(entry.message.content) == "change of plan"
         # A later owner does not get it again.
         agent = make_agent(FauxProvider([]))
         async with (

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import trio
 
-from trio_agent import content_text
+from trio_agent import UserMessage, content_text
 from trio_agent.sessions import MessageEntry, RunFinishedEntry, SessionBusyError, open_store
 
 from . import _kill_worker
@@ -134,7 +134,8 @@ async def test_four_workers_one_database_steered_from_a_fifth_process(
             for _, session_id, queue_id, text, _ in sent:
                 entry = sessions[session_id].entry(queue_id)
                 assert isinstance(entry, MessageEntry)
-                assert content_text(entry.message.content) == text  # type: ignore[union-attr]
+                assert isinstance(entry.message, UserMessage)
+                assert content_text(entry.message.content) == text
             for session_id, session in sessions.items():
                 texts = [
                     content_text(m.content)  # type: ignore[union-attr]

@@ -384,6 +384,14 @@ class PostgresBackend(SessionBackend, QueueBackend):
 
     def _lock_session(self, db: Any, session_id: str) -> tuple[int, Claim | None]:
         """Lock the session's row for this transaction; its next seq and its claim."""
+        seq, claim, _ = self._lock_session_and_check(db, session_id, None)
+        return seq, claim
+
+    def _lock_session_and_check(
+        self, db: Any, session_id: str, ids: list[str] | None
+    ) -> tuple[int, Claim | None, set[str]]:
+        """Lock the session's row for this transaction; its next seq, its claim, and
+        which of ``ids`` are ids of its entries."""
         row = db.execute(
             f"SELECT next_seq FROM {self._q}.sessions WHERE id = %s FOR UPDATE", (session_id,)
         ).fetchone()
@@ -393,13 +401,14 @@ class PostgresBackend(SessionBackend, QueueBackend):
         # that the transaction we waited for committed. (Joined into the locking
         # statement, the claim would be read from that statement's older snapshot, and
         # two writers that raced for the lock would both see no claim.)
-        claim = db.execute(
-            f"SELECT holder, token, expires_at FROM {self._q}.claims WHERE session_id = %s",
-            (session_id,),
+        holder, token, expires_at, stored = db.execute(
+            f"SELECT c.holder, c.token, c.expires_at, ARRAY(SELECT e.id FROM {self._q}.entries e "
+            "WHERE e.session_id = %s AND e.id = ANY(%s)) "
+            f"FROM (SELECT 1) AS one LEFT JOIN {self._q}.claims c ON c.session_id = %s",
+            (session_id, ids or [], session_id),
         ).fetchone()
-        if claim is None:
-            return int(row[0]), None
-        return int(row[0]), Claim(holder=claim[0], token=claim[1], expires_at=claim[2])
+        claim = None if token is None else Claim(holder=holder, token=token, expires_at=expires_at)
+        return int(row[0]), claim, set(stored)
 
     async def append_entries(
         self, session_id: str, entries: list[JsonObject], *, claim_token: str | None, now: float
@@ -409,20 +418,16 @@ class PostgresBackend(SessionBackend, QueueBackend):
         q = self._q
 
         def body(db: Any) -> None:
-            seq, claim = self._lock_session(db, session_id)
+            # Three statements besides BEGIN and COMMIT: a commit costs round trips.
+            seq, claim, stored = self._lock_session_and_check(db, session_id, ids)
             check_append_claim(session_id, claim, claim_token, now)
-            stored = {
-                entry_id
-                for (entry_id,) in db.execute(
-                    f"SELECT id FROM {q}.entries WHERE session_id = %s AND id = ANY(%s)",
-                    (session_id, ids),
-                )
-            }
             check_batch_ids(session_id, entries, stored.__contains__)
-            self._insert(db, session_id, seq, ids, texts)
             db.execute(
+                f"WITH inserted AS (INSERT INTO {q}.entries (session_id, seq, id, body) "
+                "SELECT %s, %s + t.n - 1, t.id, t.body "
+                "FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS t(id, body, n)) "
                 f"UPDATE {q}.sessions SET next_seq = %s WHERE id = %s",
-                (seq + len(texts), session_id),
+                (session_id, seq, ids, texts, seq + len(texts), session_id),
             )
 
         await self._run(body)
