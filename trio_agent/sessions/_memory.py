@@ -19,6 +19,7 @@ from ._backend import (
     dump_json,
 )
 from ._errors import SessionExistsError, SessionNotFoundError
+from ._inbox import PollingListener, QueueBackend, QueueListener
 
 __all__ = ["MemoryBackend"]
 
@@ -30,13 +31,14 @@ class _Stored:
     ids: set[str] = attrs.Factory(set)
 
 
-class MemoryBackend(SessionBackend):
+class MemoryBackend(SessionBackend, QueueBackend):
     """Sessions held as JSON text in a dict (so what is read back is a copy). Every
     method runs without awaiting anything but its checkpoint, so each is atomic."""
 
     def __init__(self) -> None:
         self._sessions: dict[str, _Stored] = {}
         self._claims: dict[str, Claim] = {}
+        self._queued: dict[str, list[str]] = {}
 
     def _get(self, session_id: str) -> _Stored:
         try:
@@ -82,6 +84,7 @@ class MemoryBackend(SessionBackend):
         self._get(session_id)
         del self._sessions[session_id]
         self._claims.pop(session_id, None)
+        self._queued.pop(session_id, None)
 
     async def acquire_claim(
         self, session_id: str, *, holder: str, token: str, now: float, expires_at: float
@@ -107,3 +110,24 @@ class MemoryBackend(SessionBackend):
 
     async def aclose(self) -> None:
         await trio.lowlevel.checkpoint()
+
+    # --- queued messages (see _inbox.py) -------------------------------------------------------
+
+    async def enqueue_message(self, session_id: str, item: JsonObject) -> None:
+        await trio.lowlevel.checkpoint()
+        self._get(session_id)
+        self._queued.setdefault(session_id, []).append(dump_json(item))
+
+    async def take_queued(
+        self, session_id: str, *, claim_token: str, now: float
+    ) -> list[JsonObject]:
+        await trio.lowlevel.checkpoint()
+        stored = self._get(session_id)
+        check_append_claim(session_id, self._claims.get(session_id), claim_token, now)
+        items = [json.loads(text) for text in self._queued.get(session_id, [])]
+        kept = [item for item in items if item["id"] not in stored.ids]
+        self._queued[session_id] = [dump_json(item) for item in kept]
+        return kept
+
+    def queue_listener(self, session_id: str) -> QueueListener:
+        return PollingListener(0.05)

@@ -51,7 +51,6 @@ import attrs
 import outcome
 import trio
 
-from .._serialization import _dumps
 from ._backend import (
     Claim,
     JsonObject,
@@ -61,6 +60,7 @@ from ._backend import (
     check_append_claim,
     check_batch_ids,
     check_renew,
+    dump_json,
 )
 from ._errors import SessionExistsError, SessionNotFoundError, SessionStoreError
 from ._inbox import QueueBackend, QueueListener
@@ -340,8 +340,8 @@ class PostgresBackend(SessionBackend, QueueBackend):
     async def create_session(self, header: JsonObject, entries: list[JsonObject]) -> None:
         session_id = header["id"]
         check_batch_ids(session_id, entries, lambda _: False)
-        header_text = _dumps(header)
-        texts = [_dumps(entry) for entry in entries]
+        header_text = dump_json(header)
+        texts = [dump_json(entry) for entry in entries]
         ids = [entry["id"] for entry in entries]
         q = self._q
 
@@ -413,7 +413,7 @@ class PostgresBackend(SessionBackend, QueueBackend):
     async def append_entries(
         self, session_id: str, entries: list[JsonObject], *, claim_token: str | None, now: float
     ) -> None:
-        texts = [_dumps(entry) for entry in entries]  # may raise: before any change
+        texts = [dump_json(entry) for entry in entries]  # may raise: before any change
         ids = [entry["id"] for entry in entries]
         q = self._q
 
@@ -502,7 +502,7 @@ class PostgresBackend(SessionBackend, QueueBackend):
     # --- queued messages ---------------------------------------------------------------------
 
     async def enqueue_message(self, session_id: str, item: JsonObject) -> None:
-        text = _dumps(item)
+        text = dump_json(item)
         channel = channel_name(self.schema)
 
         def body(db: Any) -> None:

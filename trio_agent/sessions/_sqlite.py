@@ -38,6 +38,7 @@ from ._backend import (
     dump_json,
 )
 from ._errors import SessionExistsError, SessionNotFoundError, SessionStoreError
+from ._inbox import QueueBackend
 from ._store import SessionStore
 
 __all__ = ["BUSY_TIMEOUT_MS", "LOCKED_GIVE_UP_SECONDS", "SqliteBackend", "SqliteStore"]
@@ -69,6 +70,13 @@ CREATE TABLE IF NOT EXISTS claims (
     token TEXT NOT NULL,
     expires_at REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS queued (
+    position INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    id TEXT NOT NULL,
+    body TEXT NOT NULL,
+    UNIQUE (session_id, id)
+);
 """
 
 # Writers take turns, so ``position`` (the rowid: one more than the largest) grows in
@@ -90,7 +98,7 @@ class _Busy(Exception):
     """The transaction found the database busy and was rolled back."""
 
 
-class SqliteBackend(SessionBackend):
+class SqliteBackend(SessionBackend, QueueBackend):
     """Sessions in an SQLite file (see the module docstring)."""
 
     def __init__(
@@ -282,7 +290,11 @@ class SqliteBackend(SessionBackend):
     async def delete_session(self, session_id: str) -> None:
         def body(db: sqlite3.Connection) -> None:
             self._require(db, session_id)
-            for table, key in (("entries", "session_id"), ("claims", "session_id")):
+            for table, key in (
+                ("entries", "session_id"),
+                ("claims", "session_id"),
+                ("queued", "session_id"),
+            ):
                 db.execute(f"DELETE FROM {table} WHERE {key} = ?", (session_id,))
             db.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
 
@@ -326,6 +338,39 @@ class SqliteBackend(SessionBackend):
                 await trio.to_thread.run_sync(connection.close)
             else:
                 await trio.lowlevel.checkpoint()
+
+    # --- queued messages (see _inbox.py; the owner's inbox polls) ----------------------------
+
+    async def enqueue_message(self, session_id: str, item: JsonObject) -> None:
+        text = dump_json(item)
+
+        def body(db: sqlite3.Connection) -> None:
+            self._require(db, session_id)
+            db.execute(
+                "INSERT INTO queued (session_id, id, body) VALUES (?, ?, ?)",
+                (session_id, item["id"], text),
+            )
+
+        await self._run(True, body)
+
+    async def take_queued(
+        self, session_id: str, *, claim_token: str, now: float
+    ) -> list[JsonObject]:
+        def body(db: sqlite3.Connection) -> list[str]:
+            self._require(db, session_id)
+            check_append_claim(session_id, self._claim(db, session_id), claim_token, now)
+            # Delivered: its id is an entry of the session.
+            db.execute(
+                "DELETE FROM queued WHERE session_id = ? AND id IN "
+                "(SELECT id FROM entries WHERE session_id = ?)",
+                (session_id, session_id),
+            )
+            rows = db.execute(
+                "SELECT body FROM queued WHERE session_id = ? ORDER BY position", (session_id,)
+            )
+            return [text for (text,) in rows]
+
+        return [json.loads(text) for text in await self._run(True, body)]
 
 
 class SqliteStore(SessionStore):
