@@ -126,6 +126,19 @@ def test_a_schema_changed_in_place_is_compiled_again() -> None:
     assert _agree(schema, {"a": 2})[1] == {"a": 2}
 
 
+def test_a_cyclic_or_very_deep_schema_is_left_to_the_interpreter() -> None:
+    cyclic: dict[str, Any] = {"type": "object", "properties": {}}
+    cyclic["properties"]["self"] = cyclic
+    for _ in range(2):  # compiled (no plan), then looked up again
+        assert _validation._compiled(cyclic) is None
+    _agree(cyclic, {"self": {}})
+    deep: dict[str, Any] = {"type": "object"}
+    for _ in range(3000):
+        deep = {"type": "object", "properties": {"a": deep}}
+    for _ in range(2):
+        assert _validation._compiled(deep) is None
+
+
 # -- random plain schemas and arguments ------------------------------------------------
 
 _TYPES = ["string", "number", "integer", "boolean", "null", "object", "array"]

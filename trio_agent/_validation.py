@@ -301,6 +301,8 @@ def _node_plan(
     return plan
 
 
+_NOT_COMPARABLE: Final = _Unset()
+"""The copy kept for a schema that cannot be copied or compared (see :func:`_compiled`)."""
 _PLANS: dict[int, tuple[Any, Any, _Plan | None]] = {}
 """``id(schema)`` -> (the schema, a copy of it as compiled, its plan)."""
 _PLANS_LIMIT: Final = 512
@@ -309,13 +311,23 @@ _PLANS_LIMIT: Final = 512
 def _compiled(schema: Any) -> _Plan | None:
     """The cached plan of ``schema`` (recompiled if the schema was changed in place)."""
     entry = _PLANS.get(id(schema))
-    if entry is not None and entry[0] is schema and entry[1] == schema:
-        return entry[2]
+    if entry is not None and entry[0] is schema:
+        if entry[1] is _NOT_COMPARABLE:
+            return None
+        try:
+            if entry[1] == schema:
+                return entry[2]
+        except RecursionError:  # a cycle
+            _PLANS[id(schema)] = (schema, _NOT_COMPARABLE, None)
+            return None
+    plan: _Plan | None
     try:
         plan = _compile_plan(schema)
-        snapshot = copy.deepcopy(schema)
-    except RecursionError:  # a schema nested past the interpreter's own limit
-        return None
+        snapshot: Any = copy.deepcopy(schema)
+    except RecursionError:
+        # Nested past the interpreter's limit, or a cycle: never plain, and not compared
+        # again (a copy of it is out of reach too).
+        plan, snapshot = None, _NOT_COMPARABLE
     if len(_PLANS) >= _PLANS_LIMIT:
         _PLANS.clear()
     _PLANS[id(schema)] = (schema, snapshot, plan)
