@@ -116,7 +116,9 @@ async def test_kill_at_random_points(
         await trio.to_thread.run_sync(process.join)
         seen = committed.value
         outcomes["finished" if seen == -1 else "killed"] += 1
-        async with open_store(url, lease_seconds=worker.LEASE) as store:
+        # This process's own claims get a long lease: a loaded machine must not take them
+        # away while it recovers (the dead worker's short lease is what is waited for).
+        async with open_store(url, lease_seconds=30) as store:
             stored = await store.open(session_id)
             got = shape(stored.entries)
             prefixes_seen.add(len(got))
