@@ -30,7 +30,7 @@ EXPECTED: dict[types.ModuleType, set[str]] = {
         "BranchSummaryEntry", "CONFORMANCE_CHECKS", "CURRENT_VERSION", "CompactionEntry",
         "ContextEditEntry", "CustomEntry", "CustomMessageEntry", "DEFAULT_LEASE_SECONDS",
         "DuplicateEntryError", "INTERRUPTED_TEXT", "JsonlStore", "LabelEntry", "LoadedSession",
-        "MemoryStore", "MessageEntry", "ModelChangeEntry", "RecoveredCall", "RunFinishedEntry",
+        "MemoryStore", "MessageEntry", "PostgresStore", "Inbox", "ModelChangeEntry", "RecoveredCall", "RunFinishedEntry",
         "RunOutcome", "RunStartedEntry", "Session", "SessionBackend", "SessionBusyError",
         "SessionClaimLostError", "SessionContext", "SessionEntry", "SessionError",
         "SessionExistsError", "SessionFormatError", "SessionHeader", "SessionInfoEntry",

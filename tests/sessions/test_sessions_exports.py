@@ -19,6 +19,7 @@ EXPECTED = {
     "SessionClaimLostError", "SessionContext", "SessionEntry", "SessionError",
     "SessionExistsError", "SessionFormatError", "SessionHeader", "SessionInfoEntry",
     "SessionNotFoundError", "SessionStore", "SessionStoreError", "SqliteStore", "StoreFactory",
+    "PostgresStore", "Inbox",
     "ThinkingLevelChangeEntry", "ToolStartedEntry", "UnknownEntry", "attach_agent",
     "open_store", "run_conformance",
 }  # fmt: skip

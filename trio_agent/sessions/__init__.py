@@ -52,6 +52,8 @@ from ._store import SessionStore as SessionStore
 from ._open import open_store as open_store
 from ._jsonl import JsonlStore as JsonlStore
 from ._sqlite import SqliteStore as SqliteStore
+from ._postgres import PostgresStore as PostgresStore
+from ._inbox import Inbox as Inbox
 from ._attach import attach_agent as attach_agent
 from ._conformance import CONFORMANCE_CHECKS as CONFORMANCE_CHECKS
 from ._conformance import StoreFactory as StoreFactory
