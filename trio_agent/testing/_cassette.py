@@ -305,10 +305,17 @@ class _ReplayStream(httpx.AsyncByteStream):
         self._request = request
         self._pace = pace
         self._where = where
+        self._closed = False
 
     async def __aiter__(self) -> Any:
         response = self._response
         for chunk in response.chunks:
+            if self._closed:
+                # As a real connection: once the response is closed, reading fails at
+                # once (instead of replaying the rest at its pace).
+                raise httpx.ReadError(
+                    f"{self._where}: the response was closed", request=self._request
+                )
             await _wait_until(self._start + chunk.at, self._pace)
             yield chunk.data
         if response.error is not None:
@@ -323,6 +330,7 @@ class _ReplayStream(httpx.AsyncByteStream):
             )
 
     async def aclose(self) -> None:
+        self._closed = True
         await trio.lowlevel.checkpoint()
 
 
