@@ -1124,13 +1124,14 @@ class Agent:
                 return None
 
         state = self._state
+        # "off" is no level: a stream function receives None, as pi's does.
+        reasoning = None if state.thinking_level == "off" else state.thinking_level
+        options = self._options
+        if options.reasoning != reasoning:
+            options = attrs.evolve(options, reasoning=reasoning)
         return AgentLoopConfig(
             model=state.model,
-            # "off" is no level: a stream function receives None, as pi's does.
-            stream_options=attrs.evolve(
-                self._options,
-                reasoning=None if state.thinking_level == "off" else state.thinking_level,
-            ),
+            stream_options=options,
             convert_to_llm=self.convert_to_llm,
             transform_context=self.transform_context,
             get_api_key=self.get_api_key,
