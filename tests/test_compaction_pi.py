@@ -1,10 +1,10 @@
 """The cut point and the compaction preparation against pi-coding-agent 1.6.0 itself.
 
 Random transcripts (``test_compaction.random_transcript``) go through
-``bench/pi/context/cut_points.mjs``, which runs pi's ``findCutPoint``,
+``compare/context/cut_points.mjs``, which runs pi's ``findCutPoint``,
 ``prepareCompaction``, ``estimateTokens`` and ``serializeConversation`` on them in Node;
 trio_agent.compaction must decide the same. Needs ``node`` and the npm packages:
-``cd bench/pi/context && npm ci``.
+``cd compare/context && npm ci``.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from trio_agent.compaction import (
 )
 from trio_agent.serialization import to_dict
 
-HERE = Path(__file__).resolve().parent.parent / "bench" / "pi" / "context"
+HERE = Path(__file__).resolve().parent.parent / "compare" / "context"
 DRIVER = HERE / "cut_points.mjs"
 PACKAGE = HERE / "node_modules" / "@earendil-works" / "pi-coding-agent" / "package.json"
 KEEPS = (1, 10, 100, 500, 2_000, 5_000, 20_000)
@@ -46,7 +46,7 @@ def _node() -> str:
     if node is None or not PACKAGE.exists():
         pytest.skip(
             "needs Node.js and pi-coding-agent 1.6.0: install node, then "
-            "`cd bench/pi/context && npm ci`"
+            "`cd compare/context && npm ci`"
         )
     return node
 

@@ -11,7 +11,7 @@ case-insensitive matching without the ``u`` flag never folds a non-ASCII letter 
 ASCII one), JavaScript's ``\\s`` spelled out (it includes the Unicode spaces), ``.``
 excluding JavaScript's four line terminators, and ``\\Z`` for ``$`` (Python's ``$`` also
 matches before a final newline). ``tests/context/overflow_table.json``, generated from
-pi-ai's own module by ``bench/pi/context/gen_overflow_table.mjs``, pins all of it.
+pi-ai's own module by ``compare/context/gen_overflow_table.mjs``, pins all of it.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ pi writes a session (every kind of entry, a compaction, a branch): trio_agent op
 the same context as pi's ``buildSessionContext()`` and goes on with it. trio_agent writes
 one (an agent's run, its journal, a compaction, a branch, an unknown entry): pi opens it
 with the same context, goes on, and trio_agent reads pi's additions. The Node driver is
-``bench/pi/sessions/pi_sessions.mjs``.
+``compare/sessions/pi_sessions.mjs``.
 """
 
 from __future__ import annotations
@@ -30,12 +30,12 @@ from trio_agent.testing import FauxProvider, faux_assistant_message, faux_tool_c
 
 from ._kill_worker import tools
 
-DRIVER_DIR = Path(__file__).resolve().parents[2] / "bench" / "pi" / "sessions"
+DRIVER_DIR = Path(__file__).resolve().parents[2] / "compare" / "sessions"
 PACKAGE = DRIVER_DIR / "node_modules" / "@earendil-works" / "pi-coding-agent" / "package.json"
 
 pytestmark = pytest.mark.skipif(
     shutil.which("node") is None or not PACKAGE.exists(),
-    reason="needs Node 20+ and pi-coding-agent 1.6.0: run `npm ci` in bench/pi/sessions",
+    reason="needs Node 20+ and pi-coding-agent 1.6.0: run `npm ci` in compare/sessions",
 )
 
 

@@ -2,14 +2,14 @@
 // pi-ai 1.6.0's `streamSimple` against the loopback server and prints one record per line:
 // {id, events: [each event as JSON without `partial`], thrown?}.
 //
-// Usage: node pi_driver.mjs cases.jsonl <port>   (PI_MODULES=<node_modules>, default ../ts/node_modules)
+// Usage: node pi_driver.mjs cases.jsonl <port>   (PI_MODULES=<node_modules>, default ../../bench/pi/ts/node_modules)
 
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const modules = process.env.PI_MODULES ?? path.join(here, "..", "ts", "node_modules");
+const modules = process.env.PI_MODULES ?? path.join(here, "..", "..", "bench", "pi", "ts", "node_modules");
 const dir = path.join(modules, "@earendil-works", "pi-ai");
 const ai = await import(pathToFileURL(path.join(dir, "dist", "compat.js")).href);
 const { streamSimple } = ai;

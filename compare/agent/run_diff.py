@@ -1,7 +1,7 @@
 """Generate N scenarios, run them on pi (Node) and trio_agent (Python), diff the records.
 
 Usage (from the repository root, with an interpreter that imports trio_agent):
-    python bench/pi/differential/run_diff.py --count 300 --seed 1 [--ties] \
+    python compare/agent/run_diff.py --count 300 --seed 1 [--ties] \
         [--pi-modules /path/to/node_modules] [--out /tmp/diffrun]
 
 Writes scenarios.jsonl, pi.jsonl, ta.jsonl and diffs.jsonl to --out and prints a summary:

@@ -2,14 +2,14 @@
 // scripted streamFn and prints one normalized record per line (see README.md).
 //
 // Usage: NODE_PATH=<dir with node_modules> node pi_driver.mjs scenarios.jsonl > pi.jsonl
-// (or PI_MODULES=/path/to/node_modules; default: ../ts/node_modules)
+// (or PI_MODULES=/path/to/node_modules; default: ../../bench/pi/ts/node_modules)
 
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const modules = process.env.PI_MODULES ?? path.join(here, "..", "ts", "node_modules");
+const modules = process.env.PI_MODULES ?? path.join(here, "..", "..", "bench", "pi", "ts", "node_modules");
 const load = async (name) => {
 	// the packages are ESM-only: resolve their "." export by hand
 	const dir = path.join(modules, name);

@@ -6,7 +6,7 @@ per case (1) the HTTP requests each client sent and (2) the events each stream p
 diffs.jsonl to --out and prints a summary grouped by API and first differing field.
 
 Usage (from the repository root, with an interpreter that imports trio_agent):
-    python bench/pi/providers/run_diff.py --count 300 --seed 1 --out /tmp/provdiff
+    python compare/providers/run_diff.py --count 300 --seed 1 --out /tmp/provdiff
         [--api openai-completions] [--pi-modules path/to/node_modules]
 """
 

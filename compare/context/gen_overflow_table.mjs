@@ -1,7 +1,7 @@
 // Dumps pi-ai 1.6.0's overflow patterns and evaluates its isContextOverflow,
 // isRecoverableLength and token estimates on a set of cases, as the JSON fixture
 // tests/context/overflow_table.json. Run from this folder after `npm ci`:
-//   node gen_overflow_table.mjs > ../../../tests/context/overflow_table.json
+//   node gen_overflow_table.mjs > ../../tests/context/overflow_table.json
 import { getOverflowPatterns, isContextOverflow, isRecoverableLength } from "@earendil-works/pi-ai";
 import { estimateContextTokens, estimateMessageTokens } from "@earendil-works/pi-ai/utils/estimate";
 
@@ -200,7 +200,7 @@ transcripts.push([sys, u("q", 5), a("same time", 5, 77), u("q2", 6)]);
 const contextCases = transcripts.map((messages) => ({ messages, expected: estimateContextTokens(messages) }));
 
 process.stdout.write(JSON.stringify({
-  generator: "bench/pi/context/gen_overflow_table.mjs",
+  generator: "compare/context/gen_overflow_table.mjs",
   source: "@earendil-works/pi-ai 1.6.0 dist/utils/overflow.js, dist/utils/estimate.js",
   patterns: patterns.map((p) => ({ source: p.source, flags: p.flags })),
   overflow: overflowCases,
