@@ -1248,7 +1248,9 @@ async def test_a_failure_of_the_run_closes_the_open_agent_loop_channel() -> None
         "turn_end",
         "agent_end",
     ]
-    failure = received[-1].messages[0]  # type: ignore[union-attr]
+    end = received[-1]
+    assert end.type == "agent_end"
+    failure = end.messages[0]
     assert isinstance(failure, AssistantMessage)
     assert (failure.stop_reason, failure.error_message) == ("error", "convert failed")
     assert stream.calls == 0
