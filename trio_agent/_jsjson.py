@@ -29,15 +29,14 @@ writes (a transcript line, a serialized value).
 Python's JSON parser, cattrs and every recursive walk over the data use the interpreter's
 stack (about 1,000 frames by default, a few per level); below this depth they all have
 room to spare, so deeper data is refused with a clear error instead of a
-``RecursionError`` half-way (reliability findings F7 to F9).
+``RecursionError`` half-way.
 """
 
 
 MAX_ARGUMENTS_DEPTH: Final = 100
 """The deepest nesting of a tool call's arguments (the arguments object is level 1).
 
-Deeper arguments are invalid arguments, reported to the model as such (reliability
-finding F7). Half of :data:`MAX_DEPTH`, so that a message holding them can always be
+Deeper arguments are invalid arguments, reported to the model as such. Half of :data:`MAX_DEPTH`, so that a message holding them can always be
 written and read back.
 """
 

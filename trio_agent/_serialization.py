@@ -700,7 +700,7 @@ def _dumps(data: Any) -> str:
 
 
 # ---------------------------------------------------------------------------------------
-# What can be written (reliability finding F9)
+# What can be written: only what reads back equal
 
 _IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
 

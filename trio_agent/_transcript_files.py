@@ -2,8 +2,7 @@
 
 One message per line, in the wire format of :mod:`trio_agent._serialization`. Reading is
 strict and names the line of every problem (not UTF-8, not JSON, nested too deeply, not
-a message); writing checks every message first and writes only what reads back
-(reliability findings F8 and F9).
+a message); writing checks every message first and writes only what reads back.
 """
 
 from __future__ import annotations
@@ -43,7 +42,7 @@ def dump_transcript(path_or_file: _PathOrFile, messages: Iterable[AgentMessage])
 
     Every message is checked before anything is written, so a failed dump writes
     nothing (a path is not even truncated): what this function writes,
-    :func:`load_transcript` reads back (reliability finding F9). A tuple in a free-form
+    :func:`load_transcript` reads back. A tuple in a free-form
     value (``details``, tool arguments) is refused, since it would come back as a list;
     integral floats come back as ints (equal to them below 2**53; from there on, the int
     of JavaScript's digits).

@@ -577,7 +577,7 @@ class _HttpStream:
 
     async def drain(self, chunks: AsyncIterator[bytes]) -> None:
         """Read what is left of a finished response, so that httpx can keep its
-        connection alive for the next request (F5).
+        connection alive for the next request.
 
         Bounded in time and size: a rest that is not there at once, or is large, is not
         waited for; closing the response then closes the connection, so no stale bytes
@@ -600,7 +600,7 @@ class _HttpStream:
         decoder: SseDecoder,
         ended: bool,
     ) -> ProviderStreamError:
-        """The error for a body that is one JSON document instead of a stream (F17): the
+        """The error for a body that is one JSON document instead of a stream: the
         API's HTTP error wording, with the response's status."""
         size = 0
         while not ended and size <= ERROR_BODY_READ_LIMIT:

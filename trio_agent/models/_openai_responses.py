@@ -485,7 +485,7 @@ class ResponsesEventMapper:
             self.finished = True  # the OpenAI client stops reading here
             return None
         try:
-            # Strict, as JSON.parse: no repair, no NaN or Infinity (parity row U38).
+            # Strict, as JSON.parse: no repair, no NaN or Infinity (as pi).
             payload = _EVENT_DECODER.decode(sse.data)
         except ValueError:
             raise ProviderStreamError(MALFORMED_EVENT_JSON) from None

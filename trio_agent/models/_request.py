@@ -321,7 +321,7 @@ def client_error_text(error: HttpError, model: Model | None = None) -> str:
     """The OpenAI client's wording of an HTTP error (:func:`client_error`), e.g.
     ``429 Rate limited`` or ``503 status code (no body)``.
 
-    The retry-delay message of the OpenAI APIs ends with it (parity row U08): it is their
+    The retry-delay message of the OpenAI APIs ends with it, as pi's does: it is their
     :attr:`~._http.HttpApi.format_retry_error`. ``model`` is not used.
     """
     return client_error(error)[0]

@@ -1,7 +1,7 @@
 """Server-sent events: an incremental decoder for the bytes of a streaming response.
 
 One implementation for every built-in API, following the framing rules pi 1.6.0 observably
-uses (parity rows U01-U06):
+uses:
 
 - lines end at ``\\r\\n``, ``\\r`` or ``\\n``, also when a ``\\r\\n`` is split across two
   reads; no other character ends a line (``str.splitlines`` would also break at U+2028,
