@@ -36,8 +36,8 @@ room to spare, so deeper data is refused with a clear error instead of a
 MAX_ARGUMENTS_DEPTH: Final = 100
 """The deepest nesting of a tool call's arguments (the arguments object is level 1).
 
-Deeper arguments are invalid arguments, reported to the model as such. Half of :data:`MAX_DEPTH`, so that a message holding them can always be
-written and read back.
+Deeper arguments are invalid arguments, reported to the model as such. Half of
+:data:`MAX_DEPTH`, so that a message holding them can always be written and read back.
 """
 
 
