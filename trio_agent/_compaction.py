@@ -1004,6 +1004,22 @@ async def compact_if_needed(
     if prepare_compaction(messages, settings, keep_recent_tokens=keep) is None:
         await trio.lowlevel.checkpoint()
         return None
+    return await _compact_keeping(
+        tracker, messages, model, stream_fn, options, settings, signal, keep
+    )
+
+
+async def _compact_keeping(
+    tracker: ContextTracker,
+    messages: Sequence[AgentMessage],
+    model: Model,
+    stream_fn: StreamFn,
+    options: StreamOptions | None,
+    settings: CompactionSettings,
+    signal: AbortSignal | None,
+    keep: int,
+) -> CompactionResult | CompactionFailure:
+    """:func:`compact` keeping ``keep`` recent tokens; the tracker follows a success."""
     outcome = await compact(
         messages,
         model,
@@ -1056,15 +1072,6 @@ async def compact_after_overflow(
     start = _last_summary_index(messages) + 1
     there = sum(estimate_tokens(message) for message in messages[start:])
     keep = min(settings.keep_for_window(window), max(1, there // 2))
-    outcome = await compact(
-        messages,
-        model,
-        stream_fn,
-        options,
-        settings=settings,
-        signal=signal,
-        keep_recent_tokens=keep,
+    return await _compact_keeping(
+        tracker, messages, model, stream_fn, options, settings, signal, keep
     )
-    if isinstance(outcome, CompactionResult):
-        tracker.update(outcome.messages)
-    return outcome
