@@ -64,6 +64,7 @@ EXPECTED: dict[types.ModuleType, set[str]] = {
         "NothingToContinueError", "PrepareNextTurnContext", "PrepareRequestContext",
         "LimitReached", "RunEnding", "RunResult", "UsageLimits", "UsageTally", "sum_usage",
         "ApproveToolCall", "ToolApproval", "pending_approvals", "RetryNotice", "CompactionEvent",
+        "OutputMode",
         "ProviderResponse", "QueueMode", "SerializationError", "StartEvent", "StopReason",
         "StreamFn", "StreamOptions", "SystemMessage", "TextContent", "TextDeltaEvent",
         "TextEndEvent", "TextStartEvent", "ThinkingContent", "ThinkingDeltaEvent",

@@ -164,3 +164,25 @@ async def test_a_pydantic_model_round_trips(autojump_clock: trio.testing.MockClo
         "title": "Confidence",
         "type": "number",
     }
+
+
+async def test_native_mode_reads_the_answer_from_the_text(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    agent, faux = make_agent(
+        [
+            faux_assistant_message("Oslo, I think."),
+            faux_assistant_message('{"result": {"name": "Oslo", "population": 1}}'),
+        ]
+    )
+    result = await agent.prompt("answer", output_type=City, output_mode="native")
+    assert result.output == City("Oslo", 1)
+    assert faux.requests[0].options.response_schema is not None
+    assert faux.requests[0].options.response_schema["name"] == "final_result"
+    assert get_current_tools(faux.requests[0].context.messages) == []
+
+
+def test_a_bad_output_mode_is_refused() -> None:
+    with pytest.raises(ValueError) as info:
+        make_agent([], output_mode="json")
+    assert str(info.value) == "output_mode must be 'auto', 'tool' or 'native', got 'json'"

@@ -123,6 +123,9 @@ from ._run_result import UsageLimits as UsageLimits
 from ._run_result import UsageTally as UsageTally
 from ._run_result import sum_usage as sum_usage
 
+# --- structured output (_output.py) ---------------------------------------------------
+from ._output import OutputMode as OutputMode
+
 # --- tool approval (_approval.py) ------------------------------------------------------
 from ._approval import ApproveToolCall as ApproveToolCall
 from ._approval import ToolApproval as ToolApproval

@@ -50,7 +50,7 @@ from ._messages import (
     ToolCall,
     ToolExecutionMode,
 )
-from ._output import OutputRun
+from ._output import OutputMode, OutputRun
 from ._run_result import RunResult, UsageLimits
 from ._streaming import (
     ProviderResponse,
@@ -495,6 +495,7 @@ class Agent:
         usage_limits: UsageLimits | None = None,
         output_type: Any = None,
         output_retries: int = 2,
+        output_mode: OutputMode = "auto",
         approve_tool_call: ApproveToolCall | None = None,
         compaction: CompactionSettings | bool | None = None,
     ) -> None:
@@ -612,6 +613,8 @@ class Agent:
         self.output_retries = output_retries
         """How many wrong answers the model may correct before a structured-output run
         ends as an error."""
+        self.output_mode: OutputMode = _check_output_mode(output_mode)
+        """How the structured answer is asked for (see :data:`~trio_agent.OutputMode`)."""
         """Limits on what this agent's runs use (``None``: none); may be shared with
         other agents, which then draw on one budget."""
         self._steering = _Queue(_check_mode(steering_mode))
@@ -985,6 +988,7 @@ class Agent:
         *,
         output_type: type[_T],
         output_retries: int | None = None,
+        output_mode: OutputMode | None = None,
     ) -> RunResult[_T]: ...
 
     async def prompt(
@@ -994,6 +998,7 @@ class Agent:
         *,
         output_type: Any = None,
         output_retries: int | None = None,
+        output_mode: OutputMode | None = None,
     ) -> RunResult[Any]:
         """Run the agent on new input and return when the run has fully settled.
 
@@ -1014,7 +1019,7 @@ class Agent:
         if self._active is not None:
             raise AgentBusyError(_PROMPT_BUSY)
         messages = prompt_messages(input, images)
-        output = self._output(output_type, output_retries)
+        output = self._output(output_type, output_retries, output_mode)
         return await self._run_prompt(messages, skip_initial_steering_poll=False, output=output)
 
     async def continue_(self) -> RunResult[Any]:
@@ -1076,12 +1081,17 @@ class Agent:
             output=self._output(None, None),
         )
 
-    def _output(self, output_type: Any, retries: int | None) -> OutputRun | None:
+    def _output(
+        self, output_type: Any, retries: int | None, mode: OutputMode | None = None
+    ) -> OutputRun | None:
         if output_type is None:
             output_type = self.output_type
         if output_type is None:
             return None
-        return OutputRun(output_type, self.output_retries if retries is None else retries)
+        mode = self.output_mode if mode is None else _check_output_mode(mode)
+        compat = self._state.model.compat or {}
+        native = mode == "native" or (mode == "auto" and compat.get("supportsJsonSchema") is True)
+        return OutputRun(output_type, self.output_retries if retries is None else retries, native)
 
     async def _run_prompt(
         self,
@@ -1129,6 +1139,8 @@ class Agent:
         options = self._options
         if options.reasoning != reasoning:
             options = attrs.evolve(options, reasoning=reasoning)
+        if run.output is not None and run.output.native:
+            options = attrs.evolve(options, response_schema=run.output.response_schema)
         return AgentLoopConfig(
             model=state.model,
             stream_options=options,
@@ -1186,7 +1198,7 @@ class Agent:
         state._error_message = None
         try:
             tools = list(state.tools)
-            if output is not None:
+            if output is not None and not output.native:
                 tools.append(output.tool)
             context = AgentContext(messages=list(state.messages), tools=tools)
             signal = run.controller.signal
@@ -1234,6 +1246,12 @@ class Agent:
 def _note_error(state: AgentState, message: AgentMessage | None) -> None:
     if isinstance(message, AssistantMessage) and message.error_message:
         state._error_message = message.error_message
+
+
+def _check_output_mode(mode: object) -> OutputMode:
+    if mode not in ("auto", "tool", "native"):
+        raise ValueError(f"output_mode must be 'auto', 'tool' or 'native', got {mode!r}")
+    return mode
 
 
 def _require_trio(method: str) -> None:

@@ -144,6 +144,11 @@ class StreamOptions:
     """Sees every parsed provider event before it is mapped."""
     on_retry: Callable[[RetryNotice, Model], Any] | None = None
     """Told before each retry of the request phase (status, wait, attempt)."""
+    response_schema: Mapping[str, Any] | None = None
+    """Ask for an answer that is JSON matching ``{"name": ..., "schema": {...}}`` through
+    the API's own JSON-schema mode: the built-in Chat Completions and Responses providers
+    send it when the model's ``compat["supportsJsonSchema"]`` is true; others ignore it
+    (structured output then uses a tool; see ``output_type``)."""
 
 
 StreamFn: TypeAlias = Callable[

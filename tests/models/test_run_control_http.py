@@ -152,3 +152,49 @@ async def test_structured_output_over_http(
         "city",
         "degrees",
     ]
+
+
+def native_model(server: SseServer, api: str = "openai-completions") -> Model:
+    return Model(
+        id="test-model",
+        name="Test Model",
+        api=api,
+        provider="local",
+        base_url=server.base_url + "/v1",
+        max_tokens=1024,
+        compat={"supportsJsonSchema": True},
+    )
+
+
+async def test_native_structured_output_over_chat_completions(
+    sse_server: SseServer, http_client: httpx.AsyncClient
+) -> None:
+    sse_server.enqueue(
+        text('{"result": {"city": "Oslo"}}'),  # wrong: sent back to the model
+        text('{"result": {"city": "Oslo", "degrees": -3}}'),
+    )
+    agent, _ = agent_for(sse_server, http_client, tools=[])
+    agent.state.model = native_model(sse_server)
+    result = await agent.prompt("weather?", output_type=Answer)  # output_mode="auto"
+    assert result.output == Answer("Oslo", -3)
+    first = sse_server.requests[0].json()
+    assert "tools" not in first
+    assert first["response_format"]["type"] == "json_schema"
+    assert first["response_format"]["json_schema"]["name"] == "final_result"
+    schema = first["response_format"]["json_schema"]["schema"]
+    assert schema["properties"]["result"]["required"] == ["city", "degrees"]
+    retry = sse_server.requests[1].json()["messages"][-1]
+    assert retry["role"] == "user"
+    assert "Your answer is not valid" in json.dumps(retry)
+
+
+async def test_native_mode_over_responses_sends_the_text_format(
+    sse_server: SseServer, http_client: httpx.AsyncClient
+) -> None:
+    sse_server.enqueue(text("{}"))  # the answer is not read: only the request is checked
+    agent, _ = agent_for(sse_server, http_client, tools=[], output_retries=0)
+    agent.state.model = native_model(sse_server, "openai-responses")
+    await agent.prompt("weather?", output_type=Answer)
+    body = sse_server.requests[0].json()
+    assert body["text"]["format"]["type"] == "json_schema"
+    assert body["text"]["format"]["name"] == "final_result"

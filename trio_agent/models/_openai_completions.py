@@ -487,6 +487,14 @@ def build_openai_completions_body(
         body["prompt_cache_key"] = options.session_id[:64]
     if long_retention:
         body["prompt_cache_retention"] = "24h"
+    if options.response_schema is not None and compat_value(model, "supportsJsonSchema") is True:
+        body["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {
+                "name": options.response_schema["name"],
+                "schema": options.response_schema["schema"],
+            },
+        }
     return body
 
 

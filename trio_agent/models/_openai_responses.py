@@ -432,6 +432,14 @@ def build_responses_body(
         body["reasoning"] = reasoning
     if model.reasoning and (model.provider == "xai" or (reasoning or {}).get("summary")):
         body["include"] = ["reasoning.encrypted_content"]
+    if options.response_schema is not None and compat_value(model, "supportsJsonSchema") is True:
+        body["text"] = {
+            "format": {
+                "type": "json_schema",
+                "name": options.response_schema["name"],
+                "schema": options.response_schema["schema"],
+            }
+        }
     return body
 
 
