@@ -14,7 +14,6 @@ transcript helpers (their private modules are imported to avoid an import cycle)
 from __future__ import annotations
 
 import inspect
-import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Generic, TypeVar, overload
@@ -704,13 +703,8 @@ class Agent:
     def events(
         self, max_buffer_size: float = 0
     ) -> AbstractAsyncContextManager[trio.MemoryReceiveChannel[AgentEvent]]:
-        """Deprecated name of :meth:`open_events` (trio names an async context manager
-        ``open_*``); it warns and does the same."""
-        warnings.warn(
-            "Agent.events() is deprecated; use Agent.open_events()",
-            DeprecationWarning,
-            stacklevel=2,
-        )
+        """The same as :meth:`open_events`, under the name earlier versions used (trio
+        names an async context manager ``open_*``; new code should use that name)."""
         return self.open_events(max_buffer_size)
 
     @asynccontextmanager
