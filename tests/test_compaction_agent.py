@@ -182,3 +182,39 @@ async def test_a_failed_summary_is_reported_and_the_request_goes_out(
     assert failures[0].error_message.startswith("Summarization failed")
     assert not any(isinstance(m, CompactionSummary) for m in agent.state.messages)
     assert len(script.requests) == 4  # every request was still sent
+
+
+async def test_a_summary_request_never_asks_for_the_runs_structured_answer(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    seen: list[bool] = []
+    script = Model_()
+    inner = script.stream_fn
+
+    def stream_fn(model: Model, context: LlmContext, options: StreamOptions) -> Any:
+        if is_summary_request(context):
+            seen.append(options.response_schema is None)
+        return inner(model, context, options)
+
+    model = attrs.evolve(script.provider.get_model(), context_window=100_000)
+    agent = Agent(
+        AgentInitialState(model=model, system_prompt="You talk."),
+        stream_fn=stream_fn,
+        compaction=SETTINGS,
+    )
+    await chat(agent, 6)
+    from trio_agent.loop import AgentContext, AgentLoopConfig, run_agent_compaction
+
+    config = AgentLoopConfig(
+        model=model,
+        compaction=SETTINGS,
+        stream_options=StreamOptions(response_schema={"name": "final_result", "schema": {}}),
+    )
+    outcome = await run_agent_compaction(
+        AgentContext(messages=list(agent.state.messages)),
+        config,
+        lambda e: None,
+        stream_fn=stream_fn,
+    )
+    assert isinstance(outcome, CompactionResult)
+    assert seen == [True]

@@ -631,6 +631,8 @@ class Run:
         settings = self.config.compaction or CompactionSettings()
         tracker = self.tracker if self.tracker is not None else ContextTracker()
         options = self.options
+        if options.response_schema is not None:  # the summary is text, not the run's answer
+            options = attrs.evolve(options, response_schema=None)
         if self.config.get_api_key is not None:
             key = await maybe_await(self.config.get_api_key(self.model.provider))
             options = attrs.evolve(options, api_key=key or options.api_key)
