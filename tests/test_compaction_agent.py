@@ -210,11 +210,7 @@ async def test_a_summary_request_never_asks_for_the_runs_structured_answer(
         compaction=SETTINGS,
         stream_options=StreamOptions(response_schema={"name": "final_result", "schema": {}}),
     )
-    outcome = await run_agent_compaction(
-        AgentContext(messages=list(agent.state.messages)),
-        config,
-        lambda e: None,
-        stream_fn=stream_fn,
-    )
+    context = AgentContext(messages=list(agent.state.messages))
+    outcome = await run_agent_compaction(context, config, lambda e: None, stream_fn=stream_fn)
     assert isinstance(outcome, CompactionResult)
-    assert seen == [True]
+    assert seen and all(seen)  # one summary request, or two when the cut split a turn
