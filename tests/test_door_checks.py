@@ -11,7 +11,6 @@ asyncio failed with a generic message. And a stream function received
 from __future__ import annotations
 
 import asyncio
-import threading
 from typing import Any
 
 import attrs
@@ -246,7 +245,6 @@ def test_prompt_under_asyncio_says_what_to_do() -> None:
         "(trio_agent is Trio-native)"
     )
     assert agent.state.messages == []
-    assert threading.active_count() >= 1
 
 
 # ---------------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ from ._messages import (
     now_ms,
     register_message_type,
 )
+from ._util import maybe_await
 
 __all__ = [
     "ApproveToolCall",
@@ -98,7 +99,4 @@ async def needs_approval(tool: Any, call: ToolCall) -> bool:
         return False
     if rule is True:
         return True
-    value = rule(call)
-    if isinstance(value, Awaitable):
-        value = await value
-    return bool(value)
+    return bool(await maybe_await(rule(call)))

@@ -422,7 +422,7 @@ class Run:
                         pending = await self.poll(config.get_steering_messages)
                     # An abort in prepare_next_turn (or a spent usage limit) ends the run
                     # before a new turn starts and before drained messages are delivered.
-                    self.check_limit(self.config.usage_limits, "exhausted")
+                    self.check_limit("exhausted")
                     await trio.lowlevel.checkpoint_if_cancelled()
                     self.at.next_turn()
                     await self.emit(TurnStartEvent())
@@ -700,10 +700,10 @@ class Run:
             )
         )
 
-    def check_limit(
-        self, limits: UsageLimits | None, check: Literal["exhausted", "before_request"]
-    ) -> None:
-        """Abort the run (the caller then checkpoints) if ``limits`` forbid a request."""
+    def check_limit(self, check: Literal["exhausted", "before_request"]) -> None:
+        """Abort the run (the caller then checkpoints) if the usage limits forbid a
+        request (``before_request`` also counts it), or a tool call was refused."""
+        limits = self.config.usage_limits
         reached = self.tool_limit_reached
         if reached is None and limits is not None:
             reached = limits.exhausted() if check == "exhausted" else limits.before_request()
@@ -769,7 +769,7 @@ class Run:
         stream_fn = self.stream_fn if self.stream_fn is not None else get_default_stream_fn()
         # No provider request after an abort (or past a usage limit), even when the hooks
         # above never checkpointed.
-        self.check_limit(self.config.usage_limits, "before_request")
+        self.check_limit("before_request")
         await trio.lowlevel.checkpoint_if_cancelled()
         self.at.requested = True
         events = await iterate_stream(
