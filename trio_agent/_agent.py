@@ -38,11 +38,11 @@ from ._events import AgentEvent
 from ._exceptions import AgentBusyError, AgentError, NothingToContinueError
 from ._hooks import AgentContext, AgentTurnContext, PrepareRequestContext
 from ._messages import (
+    UNKNOWN_MODEL,
     AgentMessage,
     AssistantMessage,
     ImageContent,
     Model,
-    ModelCost,
     QueueMode,
     SystemMessage,
     ThinkingLevel,
@@ -106,21 +106,6 @@ _WAIT_FOR_ITSELF = (
     "wait_for_idle() called from inside the active run (a listener, hook or tool); "
     "it would wait for itself"
 )
-
-
-def _placeholder_model() -> Model:
-    return Model(
-        id="unknown",
-        name="unknown",
-        api="unknown",
-        provider="unknown",
-        base_url="",
-        reasoning=False,
-        input=[],
-        cost=ModelCost(),
-        context_window=0,
-        max_tokens=0,
-    )
 
 
 @attrs.frozen(kw_only=True)
@@ -540,7 +525,7 @@ class Agent:
         model = (
             check_model(initial.model, "AgentInitialState.model")
             if initial.model is not None
-            else _placeholder_model()
+            else UNKNOWN_MODEL
         )
         thinking_level = check_thinking_level(
             initial.thinking_level, "AgentInitialState.thinking_level"

@@ -19,6 +19,7 @@ import attrs
 from ._redaction import redact_headers_repr, redact_url
 
 __all__ = [
+    "UNKNOWN_MODEL",
     "add_usage",
     "BUILT_IN_MESSAGE_CLASSES",
     "AgentMessage",
@@ -337,6 +338,21 @@ class Model:
     """API-specific compatibility switches."""
     thinking_level_map: dict[str, str | None] | None = None
     """Maps thinking levels to provider values; ``None`` marks a level unsupported."""
+
+
+UNKNOWN_MODEL = Model(
+    id="unknown",
+    name="unknown",
+    api="unknown",
+    provider="unknown",
+    base_url="",
+    reasoning=False,
+    input=[],
+    context_window=0,
+    max_tokens=0,
+)
+"""The placeholder model: an Agent's before one is set, and the ids of a failure report
+about a model that cannot be read."""
 
 
 @attrs.frozen(kw_only=True)

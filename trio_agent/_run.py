@@ -56,6 +56,7 @@ from ._hooks import (
 )
 from ._messages import (
     BUILT_IN_MESSAGE_CLASSES,
+    UNKNOWN_MODEL,
     AgentMessage,
     AssistantContent,
     AssistantMessage,
@@ -978,7 +979,7 @@ class Run:
         if self.failure is None:
             model = self.config.model
             if not isinstance(model, Model):  # past the config's check: report it anyway
-                model = _UNKNOWN_MODEL
+                model = UNKNOWN_MODEL
             self.failure = AssistantMessage(
                 content=[TextContent(text="")],
                 api=model.api,
@@ -1003,19 +1004,6 @@ class Run:
         if self.at.turn_open:
             await self.emit(TurnEndEvent(message=message, tool_results=[]))
         await self.emit(AgentEndEvent(messages=[message]))
-
-
-_UNKNOWN_MODEL = Model(
-    id="unknown",
-    name="unknown",
-    api="unknown",
-    provider="unknown",
-    base_url="",
-    reasoning=False,
-    input=[],
-    context_window=0,
-    max_tokens=0,
-)
 
 
 def _describe(error: BaseException) -> str:
