@@ -49,6 +49,7 @@ from ._abort import AbortSignal
 from ._exceptions import ToolArgumentsError
 from ._messages import TextContent, ToolExecutionMode
 from ._tools import AgentTool, AgentToolResult, AgentToolUpdateCallback
+from ._validation import matches_schema
 
 __all__ = ["tool"]
 
@@ -237,8 +238,6 @@ def _union_spec(members: tuple[Any, ...], building: tuple[type[Any], ...]) -> _S
     ]
 
     def convert(value: Any) -> Any:
-        from ._validation import matches_schema
-
         problems = []
         for spec in specs:
             if not matches_schema(value, spec.schema):
