@@ -53,7 +53,7 @@ def docs(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """Run the benchmark scenarios S1-S4; one JSON line each."""
+    """Run the benchmark scenarios S1-S4 and the sessions' S2S and S4S; one JSON line each."""
     _install(session, "bench")
     session.run("python", "-m", "bench", *session.posargs)
 

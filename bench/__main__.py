@@ -1,4 +1,4 @@
-"""``python -m bench [S1 S2 S3 S4] [--runs N] [--profile]``: run scenarios, one JSON line
+"""``python -m bench [S1 S2 S3 S4 S2S S4S] [--runs N] [--profile]``: run scenarios, one JSON line
 each; with ``--profile``, profile one agent run per scenario with pyinstrument instead."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from . import s1_stream, s2_turns, s3_tools, s4_agents
+from . import s1_stream, s2_sessions, s2_turns, s3_tools, s4_agents
 from ._common import emit_line
 
 SCENARIOS: dict[str, Callable[[int], list[dict[str, Any]]]] = {
@@ -16,6 +16,8 @@ SCENARIOS: dict[str, Callable[[int], list[dict[str, Any]]]] = {
     "S2": s2_turns.run,
     "S3": s3_tools.run,
     "S4": s4_agents.run,
+    "S2S": s2_sessions.run_s2s,
+    "S4S": s2_sessions.run_s4s,
 }
 
 PROFILE_TARGETS: dict[str, Callable[[], Callable[[], object]]] = {
@@ -23,6 +25,8 @@ PROFILE_TARGETS: dict[str, Callable[[], Callable[[], object]]] = {
     "S2": s2_turns.profile_target,
     "S3": s3_tools.profile_target,
     "S4": s4_agents.profile_target,
+    "S2S": s2_sessions.profile_target,
+    "S4S": s2_sessions.profile_target_s4s,
 }
 
 
@@ -46,13 +50,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Parse the command line and run the chosen scenarios in the order given."""
     parser = argparse.ArgumentParser(
         prog="python -m bench",
-        description="trio_agent benchmarks S1-S4 against the raw Trio floor.",
+        description=(
+            "trio_agent benchmarks: S1-S4 against the raw Trio floor, S2S and S4S "
+            "(sessions) against the same runs without a session."
+        ),
     )
     parser.add_argument(
         "scenarios",
         nargs="*",
         metavar="SCENARIO",
-        help="scenarios to run (S1 S2 S3 S4; default: all)",
+        help="scenarios to run (S1 S2 S3 S4 S2S S4S; default: all)",
     )
     parser.add_argument(
         "--runs", type=int, default=5, help="measured runs per scenario (default: 5)"
@@ -66,7 +73,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     names = [name.upper() for name in args.scenarios] or list(SCENARIOS)
     unknown = [name for name in names if name not in SCENARIOS]
     if unknown:
-        parser.error(f"unknown scenario(s): {', '.join(unknown)}; choose from S1 S2 S3 S4")
+        parser.error(
+            f"unknown scenario(s): {', '.join(unknown)}; choose from {' '.join(SCENARIOS)}"
+        )
     if args.runs < 1:
         parser.error("--runs must be at least 1")
     for name in names:

@@ -21,7 +21,7 @@ import statistics
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import trio
 
@@ -66,6 +66,8 @@ __all__ = [
     "summarize",
     "tool_call_events",
 ]
+
+T = TypeVar("T")
 
 MODEL = Model(
     id="bench-model",
@@ -262,7 +264,7 @@ async def tool_turns(
 # Running, memory, statistics, output
 
 
-def run_trio(fn: Callable[[], Awaitable[float]]) -> float:
+def run_trio(fn: Callable[[], Awaitable[T]]) -> T:
     """Run ``fn`` in a fresh ``trio.run`` after a full collection; returns its result.
 
     The timing happens inside ``fn`` so Trio's start-up is not measured.

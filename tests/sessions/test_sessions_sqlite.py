@@ -8,14 +8,26 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
 
 from trio_agent import UserMessage
-from trio_agent.sessions import MessageEntry, SessionStoreError, SqliteStore, open_store
+from trio_agent.serialization import to_dict
+from trio_agent.sessions import (
+    MessageEntry,
+    SessionStoreError,
+    SqliteStore,
+    attach_agent,
+    open_store,
+)
+from trio_agent.sessions import _sqlite as sqlite_module
+from trio_agent.sessions._entries import encode_entry
+from trio_agent.testing import FauxProvider, faux_assistant_message, faux_tool_call
 
 from . import _sqlite_writer as writer
+from .test_attach import make_agent, make_tool
 
 WRITERS = 8
 
@@ -89,3 +101,99 @@ async def test_a_full_database_is_a_clear_error_that_loses_nothing(tmp_path: Pat
         await session.append_message(UserMessage(content="after", timestamp=1))
         stored = await store.open("s")
         assert [m.content for m in stored.messages()] == ["kept", "after"]  # type: ignore[union-attr]
+
+
+def _entry(entry_id: str, parent: str | None = None) -> dict[str, Any]:
+    made = MessageEntry(
+        id=entry_id, parent_id=parent, timestamp="t", message=UserMessage(content=entry_id)
+    )
+    return encode_entry(made)
+
+
+async def test_a_commit_that_would_wait_is_not_made_on_the_trio_thread(tmp_path: Path) -> None:
+    path = tmp_path / "held.db"
+    async with SqliteStore(path) as store:  # a busy timeout of 5 s in the worker thread
+        await store.create(session_id="s")
+        backend = store.backend
+        holder = sqlite3.connect(path, isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")
+        started = time.monotonic()
+        assert not backend.try_append_entries("s", [_entry("e1")], claim_token=None, now=0)
+        assert time.monotonic() - started < 0.5
+        holder.execute("COMMIT")
+        holder.close()
+        assert (await store.open("s")).entries == []
+        assert backend.try_append_entries("s", [_entry("e1")], claim_token=None, now=0)
+        assert [e.id for e in (await store.open("s")).entries] == ["e1"]
+
+
+async def test_the_worker_thread_takes_every_nth_commit_and_checkpoints(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_module, "INLINE_COMMITS", 3)
+    async with SqliteStore(tmp_path / "wal.db") as store:
+        await store.create(session_id="s")
+        backend = store.backend
+        now = time.time()
+        await backend.acquire_claim("s", holder="h", token="t", now=now, expires_at=now + 60)
+        outcomes = []
+        parent: str | None = None
+        for n in range(8):
+            entry = _entry(f"e{n}", parent)
+            parent = entry["id"]
+            done = backend.try_append_entries("s", [entry], claim_token="t", now=time.time())
+            outcomes.append(done)
+            if not done:
+                await backend.append_entries("s", [entry], claim_token="t", now=time.time())
+        assert outcomes == [True, True, True, False, True, True, True, False]
+        assert [e.id for e in (await store.open("s")).entries] == [f"e{n}" for n in range(8)]
+
+
+async def test_a_full_disk_on_the_trio_thread_is_the_same_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "full.db"
+    async with SqliteStore(path) as store:
+        await store.create(session_id="s")
+        backend = store.backend
+        now = time.time()
+        await backend.acquire_claim("s", holder="h", token="t", now=now, expires_at=now + 60)
+        inline = backend._inline  # type: ignore[attr-defined]  # the test's lever
+        assert inline is not None
+        (pages,) = inline.execute("PRAGMA page_count").fetchone()
+        inline.execute(f"PRAGMA max_page_count = {pages}")
+        big = encode_entry(
+            MessageEntry(id="big", timestamp="t", message=UserMessage(content="x" * 100_000))
+        )
+        with pytest.raises(SessionStoreError) as info:
+            backend.try_append_entries("s", [big], claim_token="t", now=time.time())
+        assert str(info.value) == (
+            f"cannot write the session database {path}: database or disk is full"
+        )
+        assert (await store.open("s")).entries == []
+
+
+async def test_an_attached_run_commits_on_the_trio_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    faux = FauxProvider(
+        [
+            faux_assistant_message([faux_tool_call("look", {}, id="c1")], stop_reason="toolUse"),
+            faux_assistant_message("found it"),
+        ]
+    )
+    agent = make_agent(faux, [make_tool("look")])
+    async with open_store(f"sqlite:{tmp_path / 'db'}") as store:
+        created = await store.create(session_id="s")
+        async with store.open_for_writing(created.id) as session, attach_agent(agent, session):
+            hops: list[object] = []
+            real = trio.to_thread.run_sync
+
+            async def counted(fn: Any, *args: Any, **kwargs: Any) -> Any:
+                hops.append(fn)
+                return await real(fn, *args, **kwargs)
+
+            monkeypatch.setattr(trio.to_thread, "run_sync", counted)
+            await agent.prompt("find it")
+            monkeypatch.undo()
+        assert hops == []
+        stored = await store.open("s")
+        assert [to_dict(m) for m in stored.messages()] == [to_dict(m) for m in agent.state.messages]

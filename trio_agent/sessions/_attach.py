@@ -23,6 +23,7 @@ from .._messages import AssistantMessage, SystemMessage, ThinkingLevel
 from ._entries import (
     MessageEntry,
     ModelChangeEntry,
+    RunFinishedEntry,
     RunOutcome,
     RunStartedEntry,
     SessionEntry,
@@ -73,57 +74,65 @@ class _Recorder:
         return changes
 
     def __call__(self, event: Any, signal: AbortSignal) -> Awaitable[None] | None:
-        # A plain listener that returns an awaitable for the events it records, which the
-        # agent then awaits before going on; the others (every message_update) cost no
-        # checkpoint, as for any listener that does not await.
-        if event.type in _RECORDED:
-            return self._record(event, signal)
+        # A plain listener: it commits at once when the store can (no checkpoint), and
+        # otherwise returns an awaitable that commits, which the agent awaits before
+        # going on. Events it does not record (every message_update) cost nothing more.
+        kind = event.type
+        if kind not in _RECORDED:
+            return None
+        if kind == "compaction":
+            return None if event.messages is None else self._compaction(event)
+        batch = self._batch(event, signal)
+        stored = self.session._append_nowait(batch)
+        if stored is None:
+            return self._commit(event, batch)
+        self._committed(event, stored)
         return None
 
-    async def _record(self, event: Any, signal: AbortSignal) -> None:
+    def _batch(self, event: Any, signal: AbortSignal) -> list[SessionEntry]:
+        """The entries that record ``event``."""
         kind = event.type
-        session = self.session
         if kind == "message_end":
             message = event.message
             if isinstance(message, AssistantMessage):
                 # The model of the message is the model of the branch from now on.
                 self.model = (message.provider, message.model)
             # A message an inbox delivered keeps its queue id (see _inbox.py).
-            entry = MessageEntry(id=queued_entry_id(session, message), message=message)
-            stored = await session.append([*self._changes(), entry])
-            self.entry_of[id(message)] = stored[-1].id
-        elif kind == "compaction" and event.messages is not None:
-            await self._compaction(event)
-        elif kind == "tool_execution_start":
+            entry = MessageEntry(id=queued_entry_id(self.session, message), message=message)
+            return [*self._changes(), entry]
+        if kind == "tool_execution_start":
             replay = next(
                 (tool.replay for tool in self.agent.state.tools if tool.name == event.tool_name),
                 None,
             )
-            await session.append(
-                [
-                    ToolStartedEntry(
-                        run_id=self.run_id or "",
-                        tool_call_id=event.tool_call_id,
-                        tool_name=event.tool_name,
-                        replay=replay,
-                    )
-                ]
-            )
-        elif kind == "agent_start":
+            return [
+                ToolStartedEntry(
+                    run_id=self.run_id or "",
+                    tool_call_id=event.tool_call_id,
+                    tool_name=event.tool_name,
+                    replay=replay,
+                )
+            ]
+        if kind == "agent_start":
             self.run_id = secrets.token_hex(8)
-            await session.append([*self._changes(), RunStartedEntry(run_id=self.run_id)])
-        elif kind == "agent_end":
-            messages = event.messages
-            last = messages[-1] if messages else None
-            outcome: RunOutcome = "completed"
-            if signal.aborted or (
-                isinstance(last, AssistantMessage) and last.stop_reason == "aborted"
-            ):
-                outcome = "aborted"
-            elif isinstance(last, AssistantMessage) and last.stop_reason == "error":
-                outcome = "failed"
-            run_id, self.run_id = self.run_id or "", None
-            await session.finish_run(run_id, outcome)
+            return [*self._changes(), RunStartedEntry(run_id=self.run_id)]
+        # agent_end
+        messages = event.messages
+        last = messages[-1] if messages else None
+        outcome: RunOutcome = "completed"
+        if signal.aborted or (isinstance(last, AssistantMessage) and last.stop_reason == "aborted"):
+            outcome = "aborted"
+        elif isinstance(last, AssistantMessage) and last.stop_reason == "error":
+            outcome = "failed"
+        run_id, self.run_id = self.run_id or "", None
+        return [RunFinishedEntry(run_id=run_id, outcome=outcome)]
+
+    async def _commit(self, event: Any, batch: list[SessionEntry]) -> None:
+        self._committed(event, await self.session.append(batch))
+
+    def _committed(self, event: Any, stored: list[SessionEntry]) -> None:
+        if event.type == "message_end":
+            self.entry_of[id(event.message)] = stored[-1].id
 
     async def _compaction(self, event: Any) -> None:
         """pi's ``compaction`` entry for a compaction of the agent's transcript: its

@@ -169,6 +169,22 @@ class SessionBackend(abc.ABC):
     ) -> None:
         """Append a batch, whole or not at all, after the claim and id checks."""
 
+    def try_append_entries(
+        self,
+        session_id: str,
+        entries: list[JsonObject],
+        *,
+        claim_token: str | None,
+        now: float,
+    ) -> bool:
+        """:meth:`append_entries` without waiting, for a backend that can sometimes
+        commit at once on the calling thread: ``True`` when the batch was committed (same
+        rules and errors), ``False`` when committing would have to wait for a lock, the
+        network or the disk, and nothing was written (the caller then awaits
+        :meth:`append_entries`). Never blocks on another writer. The default returns
+        ``False``."""
+        return False
+
     @abc.abstractmethod
     async def list_sessions(self) -> list[JsonObject]:
         """The headers of every session (any order)."""

@@ -309,6 +309,82 @@ async def check_lease_expiry(factory: StoreFactory) -> None:
         assert [m.content for m in (await store.open("crashed")).messages()] == ["taken over"]
 
 
+async def check_append_without_waiting(factory: StoreFactory) -> None:
+    """``try_append_entries`` keeps every rule of ``append_entries``: a batch it commits
+    is stored whole, in order; one it declines (``False``) left nothing; duplicates, a
+    lost claim, a live claim of another writer and a missing session are the same
+    errors, with nothing written."""
+    async with _store(factory) as store:
+        backend = store.backend
+        clock = store.clock
+        await store.create(session_id="nowait")
+        expected: list[dict[str, Any]] = []
+
+        async def stored() -> list[dict[str, Any]]:
+            return _wire((await store.open("nowait")).entries)
+
+        def entry(entry_id: str, text: str) -> dict[str, Any]:
+            parent = expected[-1]["id"] if expected else None
+            made = MessageEntry(id=entry_id, parent_id=parent, timestamp="t", message=_user(text))
+            return encode_entry(made)
+
+        token = "nowait-token"
+        now = clock()
+        await backend.acquire_claim(
+            "nowait", holder="worker-a", token=token, now=now, expires_at=now + LEASE
+        )
+        for n, batch_size in enumerate([1, 2, 1]):
+            batch: list[dict[str, Any]] = []
+            for k in range(batch_size):
+                batch.append(entry(f"nowait{n}{k}", f"{n}.{k}"))
+                expected.append(batch[-1])
+            if not backend.try_append_entries("nowait", batch, claim_token=token, now=clock()):
+                assert await stored() == expected[: -len(batch)], "a declined batch wrote"
+                await backend.append_entries("nowait", batch, claim_token=token, now=clock())
+            assert await stored() == expected, "a batch committed without waiting differs"
+        failures: list[tuple[str, type[Exception], Callable[[], bool]]] = [
+            (
+                "a duplicate id",
+                DuplicateEntryError,
+                lambda: backend.try_append_entries(
+                    "nowait",
+                    [entry("fresh001", "x"), entry("nowait00", "dup")],
+                    claim_token=token,
+                    now=clock(),
+                ),
+            ),
+            (
+                "a token that holds no claim",
+                SessionClaimLostError,
+                lambda: backend.try_append_entries(
+                    "nowait", [entry("fresh002", "x")], claim_token="other", now=clock()
+                ),
+            ),
+            (
+                "no token while a writer holds the claim",
+                SessionBusyError,
+                lambda: backend.try_append_entries(
+                    "nowait", [entry("fresh003", "x")], claim_token=None, now=clock()
+                ),
+            ),
+            (
+                "a missing session",
+                SessionNotFoundError,
+                lambda: backend.try_append_entries(
+                    "missing", [entry("fresh004", "x")], claim_token=token, now=clock()
+                ),
+            ),
+        ]
+        for what, error, attempt in failures:
+            try:
+                committed = attempt()
+            except error:
+                pass
+            else:
+                assert not committed, f"{what} was accepted without waiting"
+            assert await stored() == expected, f"{what} changed the session"
+
+
 def _tool(name: str, replay: Literal["never", "safe"] | None, runs: list[str]) -> AgentTool:
     async def execute(
         tool_call_id: str,
@@ -422,6 +498,7 @@ CONFORMANCE_CHECKS: dict[str, Callable[[StoreFactory], Awaitable[None]]] = {
     "lease_expiry": check_lease_expiry,
     "journal_and_recovery": check_journal_and_recovery,
     "unknown_entries": check_unknown_entries,
+    "append_without_waiting": check_append_without_waiting,
 }
 """Every check, by name: ``await check(factory)``."""
 

@@ -101,6 +101,10 @@ def _parse(path: Path, data: bytes) -> tuple[list[tuple[int, JsonObject]], int, 
     return objects, complete, dropped
 
 
+class _Held(Exception):
+    """Another process holds the lock (a lock taken without waiting)."""
+
+
 class JsonlBackend(SessionBackend):
     """Sessions as pi's JSONL files in one directory (see the module docstring)."""
 
@@ -123,7 +127,9 @@ class JsonlBackend(SessionBackend):
             self._ready = True
 
     @contextlib.contextmanager
-    def _locked(self, name: str) -> Iterator[None]:
+    def _locked(self, name: str, *, wait: bool = True) -> Iterator[None]:
+        """Hold the session's lock file; with ``wait=False``, :class:`_Held` when another
+        process holds it."""
         self._ensure_directory()
         path = self.directory / f".{_file_name(name)}.lock"
         try:
@@ -131,7 +137,10 @@ class JsonlBackend(SessionBackend):
         except OSError as exc:
             raise _store_error("lock", path, exc) from None
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise _Held from None
             yield
         finally:
             os.close(fd)
@@ -269,10 +278,15 @@ class JsonlBackend(SessionBackend):
                 )
 
     def _append_sync(
-        self, session_id: str, entries: list[JsonObject], claim_token: str | None, now: float
+        self,
+        session_id: str,
+        entries: list[JsonObject],
+        claim_token: str | None,
+        now: float,
+        wait: bool = True,
     ) -> None:
         text = "".join(dump_json(entry) + "\n" for entry in entries).encode()
-        with self._locked(session_id):
+        with self._locked(session_id, wait=wait):
             path = self._path(session_id)
             check_append_claim(session_id, self._read_claim(session_id), claim_token, now)
             try:
@@ -354,14 +368,18 @@ class JsonlBackend(SessionBackend):
 
     # --- the interface -------------------------------------------------------------------------
 
-    async def _run(self, fn: Any, *args: Any) -> Any:
-        # Not abandoned on cancel: the call finishes (or undoes its write) first.
+    def _guarded(self, fn: Any, *args: Any) -> Any:
+        """``fn(*args)``, with a full or read-only disk as :class:`SessionStoreError`."""
         try:
-            return await trio.to_thread.run_sync(fn, *args)
+            return fn(*args)
         except OSError as exc:
             if exc.errno in (errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EDQUOT):
                 raise _store_error("write", self.directory, exc) from None
             raise
+
+    async def _run(self, fn: Any, *args: Any) -> Any:
+        # Not abandoned on cancel: the call finishes (or undoes its write) first.
+        return await trio.to_thread.run_sync(self._guarded, fn, *args)
 
     async def create_session(self, header: JsonObject, entries: list[JsonObject]) -> None:
         await self._run(self._create_sync, header, entries)
@@ -374,6 +392,17 @@ class JsonlBackend(SessionBackend):
         self, session_id: str, entries: list[JsonObject], *, claim_token: str | None, now: float
     ) -> None:
         await self._run(self._append_sync, session_id, entries, claim_token, now)
+
+    def try_append_entries(
+        self, session_id: str, entries: list[JsonObject], *, claim_token: str | None, now: float
+    ) -> bool:
+        """Append on the calling thread unless another process holds the session's lock
+        (a write to the page cache, as in the worker thread; no ``fsync`` either way)."""
+        try:
+            self._guarded(self._append_sync, session_id, entries, claim_token, now, False)
+        except _Held:
+            return False
+        return True
 
     async def list_sessions(self) -> list[JsonObject]:
         headers: list[JsonObject] = await self._run(self._list_sync)

@@ -68,12 +68,18 @@ class MemoryBackend(SessionBackend, QueueBackend):
         self, session_id: str, entries: list[JsonObject], *, claim_token: str | None, now: float
     ) -> None:
         await trio.lowlevel.checkpoint()
+        self.try_append_entries(session_id, entries, claim_token=claim_token, now=now)
+
+    def try_append_entries(
+        self, session_id: str, entries: list[JsonObject], *, claim_token: str | None, now: float
+    ) -> bool:
         stored = self._get(session_id)
         check_append_claim(session_id, self._claims.get(session_id), claim_token, now)
         check_batch_ids(session_id, entries, stored.ids.__contains__)
         lines = [dump_json(entry) for entry in entries]  # may raise: before any change
         stored.lines.extend(lines)
         stored.ids.update(entry["id"] for entry in entries)
+        return True
 
     async def list_sessions(self) -> list[JsonObject]:
         await trio.lowlevel.checkpoint()

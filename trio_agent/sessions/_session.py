@@ -162,20 +162,7 @@ class Session:
             SessionStoreError: the storage failed; nothing was appended.
         """
         async with self._lock:
-            batch: list[SessionEntry] = []
-            taken: set[str] = set()
-            parent = self._leaf_id
-            for entry in entries:
-                entry_id = entry.id or new_entry_id(lambda c: c in self._by_id or c in taken)
-                taken.add(entry_id)
-                stored = attrs.evolve(
-                    entry,
-                    id=entry_id,
-                    parent_id=parent,
-                    timestamp=entry.timestamp or iso_now(),
-                )
-                batch.append(stored)
-                parent = entry_id
+            batch = self._prepare(entries)
             if not batch:
                 await trio.lowlevel.checkpoint()
                 return []
@@ -185,10 +172,53 @@ class Session:
                 claim_token=self._claim_token,
                 now=self._clock(),
             )
-            self._entries.extend(batch)
-            self._by_id.update((entry.id, entry) for entry in batch)
-            self._leaf_id = batch[-1].id
+            self._joined(batch)
             return batch
+
+    def _append_nowait(self, entries: Sequence[SessionEntry]) -> list[SessionEntry] | None:
+        """:meth:`append` without waiting, when the backend can commit at once (see
+        :meth:`SessionBackend.try_append_entries`); ``None`` when the batch must be
+        awaited (nothing was written), and then :meth:`append` commits it."""
+        if self._lock.locked():
+            return None
+        batch = self._prepare(entries)
+        if not batch or not self._backend.try_append_entries(
+            self.id,
+            [encode_entry(entry) for entry in batch],
+            claim_token=self._claim_token,
+            now=self._clock(),
+        ):
+            return None
+        self._joined(batch)
+        return batch
+
+    def _prepare(self, entries: Sequence[SessionEntry]) -> list[SessionEntry]:
+        """The entries as they will be stored: each follows the one before, the first
+        the leaf, with fresh ids and the current time where they are empty."""
+        batch: list[SessionEntry] = []
+        taken: set[str] = set()
+        parent = self._leaf_id
+        timestamp = ""
+        for entry in entries:
+            entry_id = entry.id or new_entry_id(lambda c: c in self._by_id or c in taken)
+            taken.add(entry_id)
+            if not entry.timestamp:
+                timestamp = timestamp or iso_now()
+            stored = attrs.evolve(
+                entry,
+                id=entry_id,
+                parent_id=parent,
+                timestamp=entry.timestamp or timestamp,
+            )
+            batch.append(stored)
+            parent = entry_id
+        return batch
+
+    def _joined(self, batch: list[SessionEntry]) -> None:
+        """Committed: the batch joins the session."""
+        self._entries.extend(batch)
+        self._by_id.update((entry.id, entry) for entry in batch)
+        self._leaf_id = batch[-1].id
 
     async def append_messages(self, messages: Sequence[AgentMessage]) -> list[MessageEntry]:
         """Append messages as one batch (see :meth:`append`)."""

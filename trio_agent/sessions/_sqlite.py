@@ -37,7 +37,12 @@ from ._backend import (
     check_renew,
     dump_json,
 )
-from ._errors import SessionExistsError, SessionNotFoundError, SessionStoreError
+from ._errors import (
+    DuplicateEntryError,
+    SessionExistsError,
+    SessionNotFoundError,
+    SessionStoreError,
+)
 from ._inbox import QueueBackend
 from ._store import SessionStore
 
@@ -51,6 +56,10 @@ default (``SqliteStore(path, busy_timeout_ms=...)``, ``open_store(url, busy_time
 
 LOCKED_GIVE_UP_SECONDS: Final = 120.0
 """How long a transaction is retried while the database stays busy before giving up."""
+
+INLINE_COMMITS: Final = 1000
+"""Commits made on the Trio thread (:meth:`SqliteBackend.try_append_entries`) before one
+goes through the worker thread, which checkpoints the WAL."""
 
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -78,6 +87,11 @@ CREATE TABLE IF NOT EXISTS queued (
     UNIQUE (session_id, id)
 );
 """
+
+_INSERT_UNDER_CLAIM: Final = (
+    "INSERT INTO entries (session_id, id, body) SELECT ?, ?, ? WHERE EXISTS "
+    "(SELECT 1 FROM claims WHERE session_id = ? AND token = ? AND expires_at > ?)"
+)
 
 # Writers take turns, so ``position`` (the rowid: one more than the largest) grows in
 # commit order, and a session's entries read back in append order. The UNIQUE index
@@ -107,6 +121,8 @@ class SqliteBackend(SessionBackend, QueueBackend):
         self.path = os.fspath(path)
         self.busy_timeout_ms = busy_timeout_ms
         self._connection: sqlite3.Connection | None = None
+        self._inline: sqlite3.Connection | None = None
+        self._inline_commits = 0
         self._lock = trio.Lock()
 
     # --- transactions ------------------------------------------------------------------------
@@ -141,6 +157,17 @@ class SqliteBackend(SessionBackend, QueueBackend):
                 connection.close()
                 raise
             self._connection = connection
+        if self._inline is None:
+            inline = sqlite3.connect(
+                self.path, timeout=0, isolation_level=None, check_same_thread=False
+            )
+            try:
+                for pragma in ("busy_timeout=0", "synchronous=NORMAL", "wal_autocheckpoint=0"):
+                    inline.execute(f"PRAGMA {pragma}")
+            except BaseException:
+                inline.close()
+                raise
+            self._inline = inline
         return connection
 
     def _transaction(self, write: bool, body: Callable[[sqlite3.Connection], T]) -> T:
@@ -151,6 +178,11 @@ class SqliteBackend(SessionBackend, QueueBackend):
             if _is_busy(exc):
                 raise _Busy from exc
             raise self._failure("open", exc) from None
+        return self._within(connection, write, body)
+
+    def _within(
+        self, connection: sqlite3.Connection, write: bool, body: Callable[[sqlite3.Connection], T]
+    ) -> T:
         try:
             connection.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             result = body(connection)
@@ -180,7 +212,10 @@ class SqliteBackend(SessionBackend, QueueBackend):
             while True:
                 try:
                     # Not abandoned on cancel: the transaction commits or rolls back first.
-                    return await trio.to_thread.run_sync(self._transaction, write, body)
+                    result = await trio.to_thread.run_sync(self._transaction, write, body)
+                    if write:
+                        self._inline_commits = 0  # this connection checkpoints the WAL
+                    return result
                 except _Busy as busy:
                     if waited >= LOCKED_GIVE_UP_SECONDS:
                         error = SessionStoreError(
@@ -241,9 +276,9 @@ class SqliteBackend(SessionBackend, QueueBackend):
         if row is None:
             raise SessionNotFoundError(session_id)
 
-    async def append_entries(
-        self, session_id: str, entries: list[JsonObject], *, claim_token: str | None, now: float
-    ) -> None:
+    def _append(
+        self, session_id: str, entries: list[JsonObject], claim_token: str | None, now: float
+    ) -> Callable[[sqlite3.Connection], None]:
         check_batch_ids(session_id, entries, lambda _: False)  # repeated inside the batch
         rows = [(session_id, entry["id"], dump_json(entry)) for entry in entries]
 
@@ -278,7 +313,54 @@ class SqliteBackend(SessionBackend, QueueBackend):
                 check_batch_ids(session_id, entries, taken.__contains__)
                 raise
 
-        await self._run(True, body)
+        return body
+
+    async def append_entries(
+        self, session_id: str, entries: list[JsonObject], *, claim_token: str | None, now: float
+    ) -> None:
+        await self._run(True, self._append(session_id, entries, claim_token, now))
+
+    def try_append_entries(
+        self, session_id: str, entries: list[JsonObject], *, claim_token: str | None, now: float
+    ) -> bool:
+        """Commit on the calling thread when the database is free at once.
+
+        A second connection that never waits (``busy_timeout`` 0) and never checkpoints
+        the WAL: a commit that finds another writer's lock gives up at once (``False``),
+        and every :data:`INLINE_COMMITS` inline commits the next one goes through the
+        worker thread, whose connection checkpoints the WAL (the only step that waits
+        for the disk under ``synchronous=NORMAL``). ``False`` too before the first
+        operation of the store (which opens the connections in the worker thread) and
+        while an operation of this process is under way.
+        """
+        connection = self._inline
+        if connection is None or self._lock.locked() or self._inline_commits >= INLINE_COMMITS:
+            return False
+        if len(entries) == 1 and claim_token is not None:
+            # The common case, one entry under a claim, in one statement (which SQLite
+            # commits on its own); when it inserts nothing, the full path says why.
+            (entry,) = entries
+            try:
+                inserted = connection.execute(
+                    _INSERT_UNDER_CLAIM,
+                    (session_id, entry["id"], dump_json(entry), session_id, claim_token, now),
+                ).rowcount
+            except sqlite3.IntegrityError:
+                raise DuplicateEntryError(session_id, entry["id"]) from None
+            except sqlite3.Error as exc:
+                if _is_busy(exc):
+                    return False
+                raise self._failure("write", exc) from None
+            if inserted:
+                self._inline_commits += 1
+                return True
+        body = self._append(session_id, entries, claim_token, now)
+        try:
+            self._within(connection, True, body)
+        except _Busy:
+            return False
+        self._inline_commits += 1
+        return True
 
     async def list_sessions(self) -> list[JsonObject]:
 
@@ -333,11 +415,14 @@ class SqliteBackend(SessionBackend, QueueBackend):
 
     async def aclose(self) -> None:
         async with self._lock:
-            connection, self._connection = self._connection, None
-            if connection is not None:
-                await trio.to_thread.run_sync(connection.close)
-            else:
-                await trio.lowlevel.checkpoint()
+            connections = [c for c in (self._connection, self._inline) if c is not None]
+            self._connection = self._inline = None
+
+            def close() -> None:
+                for connection in connections:
+                    connection.close()
+
+            await trio.to_thread.run_sync(close)
 
     # --- queued messages (see _inbox.py; the owner's inbox polls) ----------------------------
 
