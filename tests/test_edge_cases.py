@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import re
 from collections.abc import AsyncIterator
 from contextlib import aclosing
@@ -288,3 +290,74 @@ def test_bad_options_and_listeners_are_rejected_naming_the_value() -> None:
     agent.subscribe(lambda event, signal: None)
     agent.subscribe(lambda event, signal=None, extra=1: None)
     agent.subscribe(lambda *args: None)
+
+
+def _listener_shapes() -> list[Any]:
+    def one(event): ...  # type: ignore[no-untyped-def]
+    def two(event, signal): ...  # type: ignore[no-untyped-def]
+    def optional(event, signal=None): ...  # type: ignore[no-untyped-def]
+    def three_defaults(event, signal=None, extra=1): ...  # type: ignore[no-untyped-def]
+    def three(event, signal, extra): ...  # type: ignore[no-untyped-def]
+    def none(): ...  # type: ignore[no-untyped-def]
+    def star(*args): ...  # type: ignore[no-untyped-def]
+    def one_star(event, *rest): ...  # type: ignore[no-untyped-def]
+    def three_star(a, b, c, *rest): ...  # type: ignore[no-untyped-def]
+    def positional_only(event, /, signal=None): ...  # type: ignore[no-untyped-def]
+    def keyword_only(event, *, flag): ...  # type: ignore[no-untyped-def]
+    def keyword_default(event, *, flag=1): ...  # type: ignore[no-untyped-def]
+    def star_keyword(event, *rest, flag): ...  # type: ignore[no-untyped-def]
+    def keywords(event, **extra): ...  # type: ignore[no-untyped-def]
+    async def coroutine(event, signal): ...  # type: ignore[no-untyped-def]
+
+    def relabelled(event): ...  # type: ignore[no-untyped-def]
+
+    relabelled.__signature__ = inspect.signature(two)  # type: ignore[attr-defined]
+
+    @functools.wraps(two)
+    def wrapper(*args): ...  # type: ignore[no-untyped-def]
+
+    return [
+        one, two, optional, three_defaults, three, none, star, one_star, three_star,
+        positional_only, keyword_only, keyword_default, star_keyword, keywords, coroutine,
+        relabelled, wrapper, lambda event: None, lambda event, signal=None: None,
+    ]  # fmt: skip
+
+
+def _by_signature(fn: Any) -> bool:
+    """What ``subscribe`` decides, read from ``inspect.signature`` alone."""
+    parameters = inspect.signature(fn).parameters.values()
+    positional = required = 0
+    for parameter in parameters:
+        if parameter.kind is inspect.Parameter.VAR_POSITIONAL:
+            return required <= 2
+        if parameter.kind in (
+            inspect.Parameter.POSITIONAL_ONLY,
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        ):
+            positional += 1
+            required += parameter.default is inspect.Parameter.empty
+        elif (
+            parameter.kind is inspect.Parameter.KEYWORD_ONLY
+            and parameter.default is inspect.Parameter.empty
+        ):
+            raise TypeError
+    if positional == 0 or required > 2:
+        raise TypeError
+    return positional >= 2
+
+
+@pytest.mark.parametrize("fn", _listener_shapes(), ids=lambda fn: fn.__name__)
+def test_a_plain_function_listener_is_read_as_its_signature_says(fn: Any) -> None:
+    try:
+        expected: bool | None = _by_signature(fn)
+    except TypeError:
+        expected = None
+    faux = FauxProvider([])
+    agent = Agent(AgentInitialState(model=faux.get_model()), stream_fn=faux.stream_fn)
+    if expected is None:
+        with pytest.raises(TypeError):
+            agent.subscribe(fn)
+        return
+    agent.subscribe(fn)
+    (listener,) = agent._listeners
+    assert listener.takes_signal is expected

@@ -14,9 +14,10 @@ transcript helpers (their private modules are imported to avoid an import cycle)
 from __future__ import annotations
 
 import inspect
+import types
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any, Generic, TypeVar, overload
+from typing import Any, Generic, NoReturn, TypeVar, overload
 
 import attrs
 import trio
@@ -289,6 +290,13 @@ class _Listener:
     takes_signal: bool
 
 
+def _refuse_keyword_only(fn: AgentListener, name: str) -> NoReturn:
+    raise TypeError(
+        f"listener {fn!r} has a required keyword-only parameter {name!r}; "
+        "listeners are called as (event) or (event, signal)"
+    )
+
+
 def _takes_signal(fn: AgentListener) -> bool:
     """Whether ``fn`` is called as ``(event, signal)`` rather than ``(event)``.
 
@@ -298,24 +306,41 @@ def _takes_signal(fn: AgentListener) -> bool:
     """
     if not callable(fn):
         raise TypeError(f"listener must be callable, got {fn!r}")
-    try:
-        parameters = inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):  # builtins without a signature: give both
-        return True
-    positional = required = 0
-    empty = inspect.Parameter.empty
-    for parameter in parameters:
-        kind = parameter.kind
-        if kind is inspect.Parameter.VAR_POSITIONAL:
+    if (
+        type(fn) is types.FunctionType
+        and not hasattr(fn, "__wrapped__")
+        and not hasattr(fn, "__signature__")
+    ):
+        # A plain function, read from its code object: inspect.signature() costs more
+        # than creating the Agent.
+        code = fn.__code__
+        positional = code.co_argcount
+        required = positional - len(fn.__defaults__ or ())
+        if code.co_flags & inspect.CO_VARARGS:
             return required <= 2
-        if kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
-            positional += 1
-            required += parameter.default is empty
-        elif kind is inspect.Parameter.KEYWORD_ONLY and parameter.default is empty:
-            raise TypeError(
-                f"listener {fn!r} has a required keyword-only parameter {parameter.name!r}; "
-                "listeners are called as (event) or (event, signal)"
-            )
+        keyword_defaults = fn.__kwdefaults__ or {}
+        for name in code.co_varnames[positional : positional + code.co_kwonlyargcount]:
+            if name not in keyword_defaults:
+                _refuse_keyword_only(fn, name)
+    else:
+        try:
+            parameters = inspect.signature(fn).parameters.values()
+        except (TypeError, ValueError):  # builtins without a signature: give both
+            return True
+        positional = required = 0
+        empty = inspect.Parameter.empty
+        for parameter in parameters:
+            kind = parameter.kind
+            if kind is inspect.Parameter.VAR_POSITIONAL:
+                return required <= 2
+            if kind in (
+                inspect.Parameter.POSITIONAL_ONLY,
+                inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            ):
+                positional += 1
+                required += parameter.default is empty
+            elif kind is inspect.Parameter.KEYWORD_ONLY and parameter.default is empty:
+                _refuse_keyword_only(fn, parameter.name)
     if positional == 0 or required > 2:
         raise TypeError(
             f"listener {fn!r} must accept (event) or (event, signal), "

@@ -48,7 +48,7 @@ __all__ = [
 # Assistant stream events (what a StreamFn yields)
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, slots=False)
 class StartEvent:
     """First event of a successful stream."""
 
@@ -57,7 +57,7 @@ class StartEvent:
     type: Literal["start"] = "start"
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, slots=False)
 class TextStartEvent:
     """A text block opened at ``content_index``."""
 
@@ -68,7 +68,7 @@ class TextStartEvent:
     type: Literal["text_start"] = "text_start"
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, slots=False)
 class TextDeltaEvent:
     """More text for the block at ``content_index``."""
 
@@ -82,7 +82,7 @@ class TextDeltaEvent:
     type: Literal["text_delta"] = "text_delta"
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, slots=False)
 class TextEndEvent:
     """The text block at ``content_index`` is complete; ``content`` is its full text."""
 
@@ -95,7 +95,7 @@ class TextEndEvent:
     type: Literal["text_end"] = "text_end"
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, slots=False)
 class ThinkingStartEvent:
     """A thinking block opened at ``content_index``."""
 
@@ -106,7 +106,7 @@ class ThinkingStartEvent:
     type: Literal["thinking_start"] = "thinking_start"
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, slots=False)
 class ThinkingDeltaEvent:
     """More reasoning text for the block at ``content_index``."""
 
@@ -120,7 +120,7 @@ class ThinkingDeltaEvent:
     type: Literal["thinking_delta"] = "thinking_delta"
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, slots=False)
 class ThinkingEndEvent:
     """The thinking block at ``content_index`` is complete."""
 
@@ -133,7 +133,7 @@ class ThinkingEndEvent:
     type: Literal["thinking_end"] = "thinking_end"
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, slots=False)
 class ToolCallStartEvent:
     """A tool-call block opened at ``content_index``."""
 
@@ -144,7 +144,7 @@ class ToolCallStartEvent:
     type: Literal["toolcall_start"] = "toolcall_start"
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, slots=False)
 class ToolCallDeltaEvent:
     """A piece of the raw JSON argument text of the tool call at ``content_index``."""
 
@@ -158,7 +158,7 @@ class ToolCallDeltaEvent:
     type: Literal["toolcall_delta"] = "toolcall_delta"
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, slots=False)
 class ToolCallEndEvent:
     """The tool call at ``content_index`` is complete and parsed."""
 
@@ -171,7 +171,7 @@ class ToolCallEndEvent:
     type: Literal["toolcall_end"] = "toolcall_end"
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, slots=False)
 class DoneEvent:
     """Terminal event of a successful stream; ``message`` is the final message."""
 
@@ -183,7 +183,7 @@ class DoneEvent:
     type: Literal["done"] = "done"
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, slots=False)
 class ErrorEvent:
     """Terminal event of a failed or aborted stream; ``error`` is the final message, with
     ``stop_reason`` equal to ``reason`` and ``error_message`` set."""
@@ -216,14 +216,14 @@ AssistantMessageEvent: TypeAlias = (
 # Agent events (what the loop emits)
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, slots=False)
 class AgentStartEvent:
     """First event of a run."""
 
     type: Literal["agent_start"] = "agent_start"
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, slots=False)
 class AgentEndEvent:
     """Last event of a run; ``messages`` are the messages the run delivered (each had its
     ``message_end``).
@@ -237,14 +237,14 @@ class AgentEndEvent:
     type: Literal["agent_end"] = "agent_end"
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, slots=False)
 class TurnStartEvent:
     """A turn (one assistant response and its tool calls) begins."""
 
     type: Literal["turn_start"] = "turn_start"
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, slots=False)
 class TurnEndEvent:
     """A turn ended; ``tool_results`` are its tool-result messages in source order.
 
@@ -259,7 +259,7 @@ class TurnEndEvent:
     type: Literal["turn_end"] = "turn_end"
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, slots=False)
 class MessageStartEvent:
     """A message enters the transcript (system, user, assistant, tool result or custom)."""
 
@@ -268,7 +268,7 @@ class MessageStartEvent:
     type: Literal["message_start"] = "message_start"
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, slots=False)
 class MessageUpdateEvent:
     """An assistant message streams; ``message`` is a snapshot of the partial."""
 
@@ -279,7 +279,7 @@ class MessageUpdateEvent:
     type: Literal["message_update"] = "message_update"
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, slots=False)
 class MessageEndEvent:
     """A message is complete and committed to the transcript."""
 
@@ -288,7 +288,7 @@ class MessageEndEvent:
     type: Literal["message_end"] = "message_end"
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, slots=False)
 class ToolExecutionStartEvent:
     """A tool call is about to be prepared and run; ``args`` are the raw call arguments."""
 
@@ -301,7 +301,7 @@ class ToolExecutionStartEvent:
     type: Literal["tool_execution_start"] = "tool_execution_start"
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, slots=False)
 class ToolExecutionUpdateEvent:
     """A running tool reported progress through ``on_update``."""
 
@@ -316,7 +316,7 @@ class ToolExecutionUpdateEvent:
     type: Literal["tool_execution_update"] = "tool_execution_update"
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, slots=False)
 class ToolExecutionEndEvent:
     """A tool call is finalized. ``duration_ms`` is the ``execute()`` time on Trio's clock,
     ``None`` when the tool never ran."""
@@ -334,7 +334,7 @@ class ToolExecutionEndEvent:
     type: Literal["tool_execution_end"] = "tool_execution_end"
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, slots=False)
 class CompactionEvent:
     """The run compacted its transcript (or tried to): beyond pi's Agent events, so that
     listeners (a session store, a UI) see it. Emitted before a request whose context

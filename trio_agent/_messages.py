@@ -111,7 +111,7 @@ class WireExtras:
 # Content blocks
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, slots=False)
 class TextContent:
     """Visible text."""
 
@@ -125,7 +125,7 @@ class TextContent:
     (see :class:`~trio_agent.serialization.WireExtras`)."""
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, slots=False)
 class ThinkingContent:
     """Reasoning text produced by a thinking model."""
 
@@ -193,7 +193,7 @@ class ImageContent:
     (see :class:`~trio_agent.serialization.WireExtras`)."""
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, slots=False)
 class ToolCall:
     """A tool invocation requested by the model."""
 
@@ -440,7 +440,7 @@ class UserMessage:
     (see :class:`~trio_agent.serialization.WireExtras`)."""
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, slots=False)
 class AssistantMessage:
     """One response of the model (final, or a partial snapshot while it streams)."""
 
