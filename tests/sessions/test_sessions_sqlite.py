@@ -130,10 +130,12 @@ async def test_a_commit_that_would_wait_is_not_made_on_the_trio_thread(tmp_path:
 async def test_the_worker_thread_takes_every_nth_commit_and_checkpoints(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sqlite_module, "INLINE_COMMITS", 3)
+    monkeypatch.setattr(sqlite_module, "CHECKPOINT_COMMITS", 4)
     async with SqliteStore(tmp_path / "wal.db") as store:
-        await store.create(session_id="s")
+        await store.create(session_id="s")  # commit 1, in the worker thread
         backend = store.backend
+        statements: list[str] = []
+        backend._connection.set_trace_callback(statements.append)  # type: ignore[attr-defined]
         now = time.time()
         await backend.acquire_claim("s", holder="h", token="t", now=now, expires_at=now + 60)
         outcomes = []
@@ -145,7 +147,10 @@ async def test_the_worker_thread_takes_every_nth_commit_and_checkpoints(
             outcomes.append(done)
             if not done:
                 await backend.append_entries("s", [entry], claim_token="t", now=time.time())
-        assert outcomes == [True, True, True, False, True, True, True, False]
+        # Commits 3, then 4 in the thread (a checkpoint), 1-3 on the Trio thread, 4 in the
+        # thread (a checkpoint), 1 on the Trio thread.
+        assert outcomes == [True, False, True, True, True, False, True, True]
+        assert statements.count("PRAGMA wal_checkpoint(PASSIVE)") == 2
         assert [e.id for e in (await store.open("s")).entries] == [f"e{n}" for n in range(8)]
 
 

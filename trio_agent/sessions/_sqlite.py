@@ -1,12 +1,13 @@
 """``sqlite:PATH`` — sessions in one SQLite database file (stdlib ``sqlite3``).
 
 Every operation is one transaction run in ``trio.to_thread.run_sync`` on the store's
-connection (one connection per store; a ``trio.Lock`` keeps this process's calls in
-turn, SQLite keeps processes in turn). Writes use ``BEGIN IMMEDIATE``, so the claim
-check, the id check and the insert of a batch are one transaction that other writers
-wait for. The database is in WAL mode with ``synchronous=NORMAL``: a committed
-transaction survives the process being killed; a power loss can lose the latest ones,
-never tear one.
+connection (a ``trio.Lock`` keeps this process's calls in turn, SQLite keeps processes
+in turn), except appends that can commit at once: :meth:`SqliteBackend.try_append_entries`
+makes those on the Trio thread, on a second connection that never waits. Writes use
+``BEGIN IMMEDIATE`` (or are one statement), so the claim check, the id check and the
+insert of a batch are one transaction that other writers wait for. The database is in
+WAL mode with ``synchronous=NORMAL``: a committed transaction survives the process being
+killed; a power loss can lose the latest ones, never tear one.
 
 ``database is locked`` never reaches a caller: SQLite waits up to
 :data:`BUSY_TIMEOUT_MS` for another writer, and when it still reports the database busy
@@ -57,9 +58,10 @@ default (``SqliteStore(path, busy_timeout_ms=...)``, ``open_store(url, busy_time
 LOCKED_GIVE_UP_SECONDS: Final = 120.0
 """How long a transaction is retried while the database stays busy before giving up."""
 
-INLINE_COMMITS: Final = 1000
-"""Commits made on the Trio thread (:meth:`SqliteBackend.try_append_entries`) before one
-goes through the worker thread, which checkpoints the WAL."""
+CHECKPOINT_COMMITS: Final = 1000
+"""Commits between two checkpoints of the WAL by this store: the commit that reaches it
+runs in the worker thread, which then checkpoints (the one step that waits for the disk
+under ``synchronous=NORMAL``). Neither connection checkpoints on its own."""
 
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -122,7 +124,7 @@ class SqliteBackend(SessionBackend, QueueBackend):
         self.busy_timeout_ms = busy_timeout_ms
         self._connection: sqlite3.Connection | None = None
         self._inline: sqlite3.Connection | None = None
-        self._inline_commits = 0
+        self._commits = 0  # since the last checkpoint
         self._lock = trio.Lock()
 
     # --- transactions ------------------------------------------------------------------------
@@ -142,6 +144,7 @@ class SqliteBackend(SessionBackend, QueueBackend):
                 if mode is None or str(mode[0]).lower() != "wal":
                     raise sqlite3.OperationalError("database is locked")
                 connection.execute("PRAGMA synchronous=NORMAL")
+                connection.execute("PRAGMA wal_autocheckpoint=0")
                 connection.execute("BEGIN IMMEDIATE")
                 try:
                     # executescript() would commit first: one statement at a time.
@@ -187,6 +190,8 @@ class SqliteBackend(SessionBackend, QueueBackend):
             connection.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             result = body(connection)
             connection.execute("COMMIT")
+            if write:
+                self._committed(connection)
             return result
         except BaseException as exc:
             try:
@@ -200,6 +205,15 @@ class SqliteBackend(SessionBackend, QueueBackend):
                 raise self._failure("write" if write else "read", exc) from None
             raise
 
+    def _committed(self, connection: sqlite3.Connection) -> None:
+        """Count a commit; in the worker thread, checkpoint every CHECKPOINT_COMMITS."""
+        self._commits += 1
+        if connection is self._connection and self._commits >= CHECKPOINT_COMMITS:
+            self._commits = 0
+            # PASSIVE: copies what no reader still needs, never waits for other
+            # connections; what it leaves, the next checkpoint takes.
+            connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+
     def _failure(self, action: str, exc: sqlite3.Error) -> SessionStoreError:
         error = SessionStoreError(f"cannot {action} the session database {self.path}: {exc}")
         error.__cause__ = exc
@@ -212,10 +226,7 @@ class SqliteBackend(SessionBackend, QueueBackend):
             while True:
                 try:
                     # Not abandoned on cancel: the transaction commits or rolls back first.
-                    result = await trio.to_thread.run_sync(self._transaction, write, body)
-                    if write:
-                        self._inline_commits = 0  # this connection checkpoints the WAL
-                    return result
+                    return await trio.to_thread.run_sync(self._transaction, write, body)
                 except _Busy as busy:
                     if waited >= LOCKED_GIVE_UP_SECONDS:
                         error = SessionStoreError(
@@ -325,16 +336,18 @@ class SqliteBackend(SessionBackend, QueueBackend):
     ) -> bool:
         """Commit on the calling thread when the database is free at once.
 
-        A second connection that never waits (``busy_timeout`` 0) and never checkpoints
-        the WAL: a commit that finds another writer's lock gives up at once (``False``),
-        and every :data:`INLINE_COMMITS` inline commits the next one goes through the
-        worker thread, whose connection checkpoints the WAL (the only step that waits
-        for the disk under ``synchronous=NORMAL``). ``False`` too before the first
-        operation of the store (which opens the connections in the worker thread) and
-        while an operation of this process is under way.
+        A second connection, used only on the Trio thread, that never waits
+        (``busy_timeout`` 0): a commit that finds another writer's lock (another
+        process's, or this store's worker thread's) gives up at once (``False``), and
+        the commit that reaches :data:`CHECKPOINT_COMMITS` goes through the worker
+        thread, which then checkpoints the WAL (the only step that waits for the disk
+        under ``synchronous=NORMAL``). ``False`` too before the first operation of the
+        store, which opens the connections in the worker thread. (The count of commits
+        is shared by both threads without a lock: an increment lost to a race moves a
+        checkpoint by one commit.)
         """
         connection = self._inline
-        if connection is None or self._lock.locked() or self._inline_commits >= INLINE_COMMITS:
+        if connection is None or self._commits + 1 >= CHECKPOINT_COMMITS:
             return False
         if len(entries) == 1 and claim_token is not None:
             # The common case, one entry under a claim, in one statement (which SQLite
@@ -352,14 +365,13 @@ class SqliteBackend(SessionBackend, QueueBackend):
                     return False
                 raise self._failure("write", exc) from None
             if inserted:
-                self._inline_commits += 1
+                self._commits += 1
                 return True
         body = self._append(session_id, entries, claim_token, now)
         try:
             self._within(connection, True, body)
         except _Busy:
             return False
-        self._inline_commits += 1
         return True
 
     async def list_sessions(self) -> list[JsonObject]:
