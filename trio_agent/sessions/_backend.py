@@ -3,8 +3,10 @@
 A backend is a small class that stores JSON objects; everything else (entry classes,
 ids, the tree, the context, leases, recovery, attaching agents) lives above it, in the
 store and the session. To add a backend, subclass :class:`SessionBackend`, implement its
-nine methods, add one line to the table of :func:`~trio_agent.sessions.open_store`, and
-run :func:`trio_agent.sessions.run_conformance` against it.
+nine abstract methods (and, if it can commit some appends without waiting,
+:meth:`~SessionBackend.try_append_entries`), add one line to the table of
+:func:`~trio_agent.sessions.open_store`, and run
+:func:`trio_agent.sessions.run_conformance` against it.
 
 Data. A session is its header (a JSON object with ``"type": "session"`` and ``"id"``)
 followed by its entries (JSON objects with a unique string ``"id"``), in the order they
@@ -45,7 +47,9 @@ backend must not raise its driver's exceptions.
 Concurrency. Methods are ``async``; a backend that blocks (files, SQLite, PostgreSQL)
 runs the blocking part in ``trio.to_thread.run_sync`` without ``abandon_on_cancel``, so a
 cancelled call still finishes (or rolls back) its transaction before the cancellation is
-delivered: a cancellation never leaves half a batch. Every method is a checkpoint.
+delivered: a cancellation never leaves half a batch. Every method is a checkpoint. The
+one synchronous method, ``try_append_entries``, may commit on the calling (Trio) thread,
+and only when it waits for nothing: no other writer's lock, no network, no ``fsync``.
 """
 
 from __future__ import annotations
