@@ -64,17 +64,22 @@ def make_agent(faux: FauxProvider, tools: list[AgentTool]) -> Agent:
     )
 
 
+def tool_turn_faux(answer: str) -> FauxProvider:
+    """A call to ``look`` (id ``c1``), then ``answer``."""
+    return FauxProvider(
+        [
+            faux_assistant_message([faux_tool_call("look", {}, id="c1")], stop_reason="toolUse"),
+            faux_assistant_message(answer),
+        ]
+    )
+
+
 def wire(messages: list[Any]) -> list[Any]:
     return [to_dict(m) for m in messages]
 
 
 async def test_a_run_is_committed_with_its_journal(tmp_path: Path) -> None:
-    faux = FauxProvider(
-        [
-            faux_assistant_message([faux_tool_call("look", {}, id="c1")], stop_reason="toolUse"),
-            faux_assistant_message("found it"),
-        ]
-    )
+    faux = tool_turn_faux("found it")
     agent = make_agent(faux, [make_tool("look")])
     async with open_store(f"sqlite:{tmp_path / 'db'}") as store:
         created = await store.create(session_id="s")
@@ -193,12 +198,7 @@ async def test_model_and_thinking_changes_are_entries() -> None:
 
 
 async def test_a_failed_run_is_committed_and_the_next_prompt_works() -> None:
-    faux = FauxProvider(
-        [
-            faux_assistant_message([faux_tool_call("look", {}, id="c1")], stop_reason="toolUse"),
-            faux_assistant_message("fine now"),
-        ]
-    )
+    faux = tool_turn_faux("fine now")
     agent = make_agent(faux, [make_tool("look")])
 
     broken = [True]

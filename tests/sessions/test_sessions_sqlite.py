@@ -24,10 +24,9 @@ from trio_agent.sessions import (
 )
 from trio_agent.sessions import _sqlite as sqlite_module
 from trio_agent.sessions._entries import encode_entry
-from trio_agent.testing import FauxProvider, faux_assistant_message, faux_tool_call
 
 from . import _sqlite_writer as writer
-from .test_attach import make_agent, make_tool
+from .test_attach import make_agent, make_tool, tool_turn_faux
 
 WRITERS = 8
 
@@ -179,12 +178,7 @@ async def test_a_full_disk_on_the_trio_thread_is_the_same_clear_error(tmp_path: 
 async def test_an_attached_run_commits_on_the_trio_thread(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    faux = FauxProvider(
-        [
-            faux_assistant_message([faux_tool_call("look", {}, id="c1")], stop_reason="toolUse"),
-            faux_assistant_message("found it"),
-        ]
-    )
+    faux = tool_turn_faux("found it")
     agent = make_agent(faux, [make_tool("look")])
     async with open_store(f"sqlite:{tmp_path / 'db'}") as store:
         created = await store.create(session_id="s")
