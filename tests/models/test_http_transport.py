@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 import trio
+import trio.testing
 from http_cases import API_CASES, ApiCase
 from sse_server import ScriptedResponse, SseServer, error_response, start_sse_server
 
@@ -299,6 +300,55 @@ async def test_f5_an_aborted_stream_drops_its_connection(
                     controller.abort()
         assert event.type == "error"
         assert final([event]).stop_reason == "aborted"
+        message = await models.complete_simple(
+            case.model(sse_server.base_url), CONTEXT, StreamOptions(api_key=KEY)
+        )
+    assert texts(message) == ["Hello world"]
+    assert sse_server.connections == 2
+
+
+@by_api
+async def test_f5_an_abort_from_another_task_ends_a_waiting_read(
+    case: ApiCase, sse_server: SseServer
+) -> None:
+    # The body stalls after its first text: the read waits on the socket when the abort
+    # comes from another task. The stream ends aborted with the text so far, the server
+    # sees its connection closed, and the pool serves the next request on a new one.
+    sse_server.keep_alive = True
+    first_text = next(i for i, f in enumerate(case.frames) if b"Hello" in f)
+    sse_server.enqueue(
+        ScriptedResponse(chunks=list(case.frames[: first_text + 1]), hang=True),
+        ScriptedResponse(chunks=list(case.frames)),
+    )
+    events: list[AssistantMessageEvent] = []
+    async with Models() as models:
+        controller = AbortController()
+        stream = models.stream_simple(
+            case.model(sse_server.base_url),
+            CONTEXT,
+            StreamOptions(api_key=KEY, signal=controller.signal),
+        )
+
+        got_text = trio.Event()
+
+        async def consume() -> None:
+            async with aclosing(stream):
+                async for event in stream:
+                    events.append(event)
+                    if event.type == "text_delta":
+                        got_text.set()
+
+        with trio.fail_after(5):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(consume)
+                await got_text.wait()
+                await trio.testing.wait_all_tasks_blocked()
+                controller.abort("enough")
+            await sse_server.client_closed.wait()
+        assert events[-1].type == "error"
+        aborted = final(events)
+        assert (aborted.stop_reason, aborted.error_message) == ("aborted", "Request was aborted")
+        assert texts(aborted) == ["Hello"]
         message = await models.complete_simple(
             case.model(sse_server.base_url), CONTEXT, StreamOptions(api_key=KEY)
         )

@@ -354,6 +354,24 @@ class _Aborted(Exception):
     """Raised inside the stream when ``options.signal`` is found aborted."""
 
 
+def _own_socket(response: httpx.Response) -> trio.socket.SocketType | None:
+    """The socket of ``response``'s connection when it is an HTTP/1.1 connection of
+    httpx's own Trio transport (one response at a time); ``None`` for any other
+    transport."""
+    if response.http_version != "HTTP/1.1" or not isinstance(
+        response.stream, httpx.AsyncByteStream
+    ):
+        return None
+    get_extra_info = getattr(response.extensions.get("network_stream"), "get_extra_info", None)
+    if get_extra_info is None:
+        return None
+    try:
+        socket = get_extra_info("socket")
+    except Exception:  # a network stream of another shape
+        return None
+    return socket if isinstance(socket, trio.socket.SocketType) else None
+
+
 async def stream_http(
     api: HttpApi,
     model: Model,
@@ -405,7 +423,16 @@ async def stream_http(
             raw_body = (
                 not response.is_stream_consumed and "content-encoding" not in response.headers
             )
-            chunks = response.aiter_raw() if raw_body else response.aiter_bytes()
+            stream.socket = _own_socket(response) if raw_body else None
+            if stream.socket is not None:
+                # The connection stays this response's until ``response.aclose()`` below
+                # (aiter_raw would hand it back to the pool inside the read that ends the
+                # body), so an abort can wake a read waiting on its socket.
+                assert isinstance(response.stream, httpx.AsyncByteStream)
+                stream.url = response.request.url
+                chunks = aiter(response.stream)
+            else:
+                chunks = response.aiter_raw() if raw_body else response.aiter_bytes()
             # The body's events, read through ``mapper``, ending with the terminal event.
             on_event = options.on_provider_stream_event
             decoder = SseDecoder()
@@ -491,6 +518,10 @@ class _HttpStream:
         # per event on streams of one event per chunk).
         self._reading: trio.CancelScope | None = None
         self.remove_abort_callback: Callable[[], None] | None = None
+        # The socket of an HTTP/1.1 response read straight from its connection: an abort
+        # wakes a read waiting on it, so the reads need no cancel scope (see ``read``).
+        self.socket: trio.socket.SocketType | None = None
+        self.url: httpx.URL | None = None
 
     def aborted(self) -> bool:
         signal = self.options.signal
@@ -535,8 +566,18 @@ class _HttpStream:
         return self.builder.error(message)
 
     async def read(self, chunks: AsyncIterator[bytes]) -> bytes | None:
-        """The next piece of the body (``None`` at its end), in a cancel scope that an
-        abort of ``options.signal`` cancels (as :func:`open_abort_scope` would)."""
+        """The next piece of the body (``None`` at its end), ended by an abort of
+        ``options.signal``.
+
+        Trio interrupts a waiting read through a cancel scope, which costs about as much
+        as the rest of a small read. When the body is read straight from its own HTTP/1.1
+        connection (:attr:`socket`), the read enters none: the stream's one abort
+        callback wakes a read waiting on the socket (``trio.lowlevel.notify_closing``:
+        the wait fails, the socket stays open for httpx to close with the response), and
+        an abort at any other moment is seen by the check after the read or before the
+        next one. Otherwise each read enters a bare cancel scope that the callback
+        cancels.
+        """
         signal = self.options.signal
         if signal is None:
             return await self._next_piece(chunks)
@@ -545,35 +586,39 @@ class _HttpStream:
         if self.remove_abort_callback is None:
             self.remove_abort_callback = signal.add_abort_callback(self._cancel_reading)
         piece: bytes | None = None
-        self._reading = scope = trio.CancelScope()
-        try:
-            with scope:
-                try:
-                    piece = await anext(chunks)
-                except StopAsyncIteration:
-                    piece = None
-                except httpx.TransportError as exc:
-                    raise ProviderStreamError(connection_error_message(exc)) from exc
-        finally:
-            self._reading = None
+        if self.socket is not None:
+            try:
+                piece = await self._next_piece(chunks)
+            except ProviderStreamError:
+                if signal.aborted:
+                    raise _Aborted from None
+                raise
+        else:
+            self._reading = scope = trio.CancelScope()
+            try:
+                with scope:
+                    piece = await self._next_piece(chunks)
+            finally:
+                self._reading = None
         if signal.aborted:
             raise _Aborted
         return piece
 
     def _cancel_reading(self) -> None:
-        if self._reading is not None:
+        if self.socket is not None:
+            trio.lowlevel.notify_closing(self.socket)
+        elif self._reading is not None:
             signal = self.options.signal
             assert signal is not None
             self._reading.cancel(reason=f"aborted: {signal.reason!r}")
 
-    @staticmethod
-    async def _next_piece(chunks: AsyncIterator[bytes]) -> bytes | None:
+    async def _next_piece(self, chunks: AsyncIterator[bytes]) -> bytes | None:
         try:
             return await anext(chunks)
         except StopAsyncIteration:
             return None
         except httpx.TransportError as exc:
-            raise ProviderStreamError(connection_error_message(exc)) from exc
+            raise ProviderStreamError(connection_error_message(exc, self.url)) from exc
 
     async def drain(self, chunks: AsyncIterator[bytes]) -> None:
         """Read what is left of a finished response, so that httpx can keep its
