@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import logging
 from contextlib import aclosing
+from functools import partial
 from typing import Any
 
+import httpcore
 import httpx
 import pytest
 import trio
@@ -354,6 +356,94 @@ async def test_f5_an_abort_from_another_task_ends_a_waiting_read(
         )
     assert texts(message) == ["Hello world"]
     assert sse_server.connections == 2
+
+
+@by_api
+async def test_f5_an_abort_after_the_last_event_keeps_the_connection(
+    case: ApiCase, sse_server: SseServer
+) -> None:
+    # The body is complete when the terminal event is yielded: an abort then must not
+    # touch the connection, which goes back to the pool for the next request.
+    sse_server.keep_alive = True
+    sse_server.enqueue(
+        ScriptedResponse(chunks=list(case.frames)), ScriptedResponse(chunks=list(case.frames))
+    )
+    async with Models() as models:
+        controller = AbortController()
+        stream = models.stream_simple(
+            case.model(sse_server.base_url),
+            CONTEXT,
+            StreamOptions(api_key=KEY, signal=controller.signal),
+        )
+        async with aclosing(stream):
+            async for event in stream:
+                if event.type == "done":
+                    controller.abort()
+        assert event.type == "done"
+        message = await models.complete_simple(
+            case.model(sse_server.base_url), CONTEXT, StreamOptions(api_key=KEY)
+        )
+    assert texts(message) == ["Hello world"]
+    assert sse_server.connections == 1
+
+
+async def test_f5_an_abort_while_httpx_reads_on_inside_one_read_is_not_missed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The server sends the first text, then only the first byte of the next chunk's size
+    # line. The abort lands just as httpx's read returns that byte; h11 needs more, so
+    # httpx waits on the socket again inside the same read of the body. The stream must
+    # still end at once (the abort closed the socket), not when more bytes come.
+    case = API_CASES[0]
+    first_text = next(i for i, f in enumerate(case.frames) if b"Hello" in f)
+    got_text = trio.Event()
+    controller = AbortController()
+    real_read = httpcore._backends.trio.TrioStream.read
+
+    async def read(self: Any, max_bytes: int, *args: Any) -> bytes:  # httpcore's signature
+        data: bytes = await real_read(self, max_bytes, *args)
+        if data == b"1":
+            controller.abort()
+        return data
+
+    monkeypatch.setattr(httpcore._backends.trio.TrioStream, "read", read)
+
+    async def serve(stream: trio.SocketStream) -> None:
+        request = b""
+        while b"\r\n\r\n" not in request:
+            request += await stream.receive_some()
+        head = (
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+            b"transfer-encoding: chunked\r\n\r\n"
+        )
+        body = b"".join(
+            b"%x\r\n%s\r\n" % (len(frame), frame) for frame in case.frames[: first_text + 1]
+        )
+        await stream.send_all(head + body)
+        await got_text.wait()
+        await stream.send_all(b"1")
+        await stream.receive_some()  # until the client closes
+
+    events: list[AssistantMessageEvent] = []
+    async with trio.open_nursery() as nursery:
+        (listener,) = await nursery.start(partial(trio.serve_tcp, serve, 0, host="127.0.0.1"))
+        port = listener.socket.getsockname()[1]
+        async with Models() as models:
+            stream = models.stream_simple(
+                case.model(f"http://127.0.0.1:{port}"),
+                CONTEXT,
+                StreamOptions(api_key=KEY, signal=controller.signal),
+            )
+            with trio.fail_after(5):
+                async with aclosing(stream):
+                    async for event in stream:
+                        events.append(event)
+                        if event.type == "text_delta":
+                            got_text.set()
+        nursery.cancel_scope.cancel()
+    aborted = final(events)
+    assert (aborted.stop_reason, aborted.error_message) == ("aborted", "Request was aborted")
+    assert texts(aborted) == ["Hello"]
 
 
 @by_api

@@ -427,7 +427,7 @@ async def stream_http(
             if stream.socket is not None:
                 # The connection stays this response's until ``response.aclose()`` below
                 # (aiter_raw would hand it back to the pool inside the read that ends the
-                # body), so an abort can wake a read waiting on its socket.
+                # body), so an abort may close its socket while the body is incomplete.
                 assert isinstance(response.stream, httpx.AsyncByteStream)
                 stream.url = response.request.url
                 chunks = aiter(response.stream)
@@ -518,8 +518,9 @@ class _HttpStream:
         # per event on streams of one event per chunk).
         self._reading: trio.CancelScope | None = None
         self.remove_abort_callback: Callable[[], None] | None = None
-        # The socket of an HTTP/1.1 response read straight from its connection: an abort
-        # wakes a read waiting on it, so the reads need no cancel scope (see ``read``).
+        # The socket of an HTTP/1.1 response read straight from its connection, until
+        # the body is complete: an abort closes it, so the reads need no cancel scope
+        # (see ``read``).
         self.socket: trio.socket.SocketType | None = None
         self.url: httpx.URL | None = None
 
@@ -572,11 +573,12 @@ class _HttpStream:
         Trio interrupts a waiting read through a cancel scope, which costs about as much
         as the rest of a small read. When the body is read straight from its own HTTP/1.1
         connection (:attr:`socket`), the read enters none: the stream's one abort
-        callback wakes a read waiting on the socket (``trio.lowlevel.notify_closing``:
-        the wait fails, the socket stays open for httpx to close with the response), and
-        an abort at any other moment is seen by the check after the read or before the
-        next one. Otherwise each read enters a bare cancel scope that the callback
-        cancels.
+        callback closes the socket, so a read waiting on it, or any later one (httpx may
+        read again for the rest of a chunk), fails at once; the check after the read, or
+        before the next one, turns that into the abort. An aborted response's connection
+        is closed anyway; the socket is released (no longer closed by an abort) as soon
+        as the body is complete, before httpx can hand the connection back to its pool.
+        Otherwise each read enters a bare cancel scope that the callback cancels.
         """
         signal = self.options.signal
         if signal is None:
@@ -593,6 +595,8 @@ class _HttpStream:
                 if signal.aborted:
                     raise _Aborted from None
                 raise
+            if piece is None:
+                self.socket = None  # the body is complete (see above)
         else:
             self._reading = scope = trio.CancelScope()
             try:
@@ -606,7 +610,7 @@ class _HttpStream:
 
     def _cancel_reading(self) -> None:
         if self.socket is not None:
-            trio.lowlevel.notify_closing(self.socket)
+            self.socket.close()
         elif self._reading is not None:
             signal = self.options.signal
             assert signal is not None
@@ -629,6 +633,7 @@ class _HttpStream:
         can reach the next response.
         """
         read = 0
+        self.socket = None  # the rest may complete the body (see ``read``)
         with trio.move_on_after(_DRAIN_SECONDS), open_abort_scope(self.options.signal):
             try:
                 async for piece in chunks:
