@@ -9,12 +9,12 @@ from contextlib import aclosing
 from functools import partial
 from typing import Any
 
-import httpcore
 import httpx
 import pytest
 import trio
 import trio.testing
 from http_cases import API_CASES, ApiCase
+from httpcore._backends.trio import TrioStream
 from sse_server import ScriptedResponse, SseServer, error_response, start_sse_server
 
 from trio_agent import (
@@ -398,15 +398,15 @@ async def test_f5_an_abort_while_httpx_reads_on_inside_one_read_is_not_missed(
     first_text = next(i for i, f in enumerate(case.frames) if b"Hello" in f)
     got_text = trio.Event()
     controller = AbortController()
-    real_read = httpcore._backends.trio.TrioStream.read
+    real_read = TrioStream.read
 
-    async def read(self: Any, max_bytes: int, *args: Any) -> bytes:  # httpcore's signature
-        data: bytes = await real_read(self, max_bytes, *args)
+    async def read(self: Any, max_bytes: int, **options: Any) -> bytes:  # httpcore's call
+        data: bytes = await real_read(self, max_bytes, **options)
         if data == b"1":
             controller.abort()
         return data
 
-    monkeypatch.setattr(httpcore._backends.trio.TrioStream, "read", read)
+    monkeypatch.setattr(TrioStream, "read", read)
 
     async def serve(stream: trio.SocketStream) -> None:
         request = b""
