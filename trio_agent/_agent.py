@@ -394,7 +394,10 @@ class _ListenerSink:
 
     def send_nowait(self, event: AgentEvent) -> None:
         agent = self._agent
-        agent._reduce(event)
+        if event.type == "message_update":  # once per streamed token: _reduce inlined
+            agent._state._streaming_message = event.message
+        else:
+            agent._reduce(event)
         listeners = agent._listeners
         signal = self._signal
         for listener in listeners:
