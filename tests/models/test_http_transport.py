@@ -5,6 +5,7 @@ redirects (F3) and connection reuse (F5)."""
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from functools import partial
 from typing import Any
@@ -279,33 +280,49 @@ async def test_f5_three_prompts_use_one_connection(
     assert sse_server.connections == 1
 
 
+def enqueue_stalled_then_whole(case: ApiCase, server: SseServer) -> None:
+    """On one keep-alive connection: a body that stalls after its first text, then the
+    whole response."""
+    server.keep_alive = True
+    first_text = next(i for i, f in enumerate(case.frames) if b"Hello" in f)
+    server.enqueue(
+        ScriptedResponse(chunks=list(case.frames[: first_text + 1]), hang=True),
+        ScriptedResponse(chunks=list(case.frames)),
+    )
+
+
+def abortable_stream(
+    models: Models, case: ApiCase, server: SseServer
+) -> tuple[AbortController, AsyncGenerator[AssistantMessageEvent, None]]:
+    """A stream of ``case`` from ``server`` with an abort signal, and its controller."""
+    controller = AbortController()
+    stream = models.stream_simple(
+        case.model(server.base_url), CONTEXT, StreamOptions(api_key=KEY, signal=controller.signal)
+    )
+    return controller, stream
+
+
+async def assert_next_request_answers(models: Models, case: ApiCase, server: SseServer) -> None:
+    message = await models.complete_simple(
+        case.model(server.base_url), CONTEXT, StreamOptions(api_key=KEY)
+    )
+    assert texts(message) == ["Hello world"]
+
+
 @by_api
 async def test_f5_an_aborted_stream_drops_its_connection(
     case: ApiCase, sse_server: SseServer
 ) -> None:
-    sse_server.keep_alive = True
-    first_text = next(i for i, f in enumerate(case.frames) if b"Hello" in f)
-    sse_server.enqueue(
-        ScriptedResponse(chunks=list(case.frames[: first_text + 1]), hang=True),
-        ScriptedResponse(chunks=list(case.frames)),
-    )
+    enqueue_stalled_then_whole(case, sse_server)
     async with Models() as models:
-        controller = AbortController()
-        stream = models.stream_simple(
-            case.model(sse_server.base_url),
-            CONTEXT,
-            StreamOptions(api_key=KEY, signal=controller.signal),
-        )
+        controller, stream = abortable_stream(models, case, sse_server)
         async with aclosing(stream):
             async for event in stream:
                 if event.type == "text_delta":
                     controller.abort()
         assert event.type == "error"
         assert final([event]).stop_reason == "aborted"
-        message = await models.complete_simple(
-            case.model(sse_server.base_url), CONTEXT, StreamOptions(api_key=KEY)
-        )
-    assert texts(message) == ["Hello world"]
+        await assert_next_request_answers(models, case, sse_server)
     assert sse_server.connections == 2
 
 
@@ -316,20 +333,10 @@ async def test_f5_an_abort_from_another_task_ends_a_waiting_read(
     # The body stalls after its first text: the read waits on the socket when the abort
     # comes from another task. The stream ends aborted with the text so far, the server
     # sees its connection closed, and the pool serves the next request on a new one.
-    sse_server.keep_alive = True
-    first_text = next(i for i, f in enumerate(case.frames) if b"Hello" in f)
-    sse_server.enqueue(
-        ScriptedResponse(chunks=list(case.frames[: first_text + 1]), hang=True),
-        ScriptedResponse(chunks=list(case.frames)),
-    )
+    enqueue_stalled_then_whole(case, sse_server)
     events: list[AssistantMessageEvent] = []
     async with Models() as models:
-        controller = AbortController()
-        stream = models.stream_simple(
-            case.model(sse_server.base_url),
-            CONTEXT,
-            StreamOptions(api_key=KEY, signal=controller.signal),
-        )
+        controller, stream = abortable_stream(models, case, sse_server)
 
         got_text = trio.Event()
 
@@ -351,10 +358,7 @@ async def test_f5_an_abort_from_another_task_ends_a_waiting_read(
         aborted = final(events)
         assert (aborted.stop_reason, aborted.error_message) == ("aborted", "Request was aborted")
         assert texts(aborted) == ["Hello"]
-        message = await models.complete_simple(
-            case.model(sse_server.base_url), CONTEXT, StreamOptions(api_key=KEY)
-        )
-    assert texts(message) == ["Hello world"]
+        await assert_next_request_answers(models, case, sse_server)
     assert sse_server.connections == 2
 
 
@@ -369,21 +373,13 @@ async def test_f5_an_abort_after_the_last_event_keeps_the_connection(
         ScriptedResponse(chunks=list(case.frames)), ScriptedResponse(chunks=list(case.frames))
     )
     async with Models() as models:
-        controller = AbortController()
-        stream = models.stream_simple(
-            case.model(sse_server.base_url),
-            CONTEXT,
-            StreamOptions(api_key=KEY, signal=controller.signal),
-        )
+        controller, stream = abortable_stream(models, case, sse_server)
         async with aclosing(stream):
             async for event in stream:
                 if event.type == "done":
                     controller.abort()
         assert event.type == "done"
-        message = await models.complete_simple(
-            case.model(sse_server.base_url), CONTEXT, StreamOptions(api_key=KEY)
-        )
-    assert texts(message) == ["Hello world"]
+        await assert_next_request_answers(models, case, sse_server)
     assert sse_server.connections == 1
 
 
