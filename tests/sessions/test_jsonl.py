@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import errno
+import fcntl
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -12,10 +14,12 @@ import pytest
 from trio_agent import UserMessage
 from trio_agent.sessions import (
     JsonlStore,
+    MessageEntry,
     SessionFormatError,
     SessionStoreError,
     open_store,
 )
+from trio_agent.sessions._entries import encode_entry
 
 
 def user(text: str) -> UserMessage:
@@ -138,3 +142,24 @@ async def test_an_id_from_a_header_never_names_a_path(tmp_path: Path) -> None:
     async with store.open_for_writing("../../escape") as writer:
         assert len(writer.entries) == 3
     assert sorted(p.name for p in tmp_path.iterdir()) == ["store"]  # noqa: ASYNC240
+
+
+async def test_an_append_that_would_wait_for_the_lock_is_not_made_on_the_trio_thread(
+    tmp_path: Path,
+) -> None:
+    async with JsonlStore(tmp_path) as store:
+        session = await store.create(session_id="s")
+        backend = store.backend
+        entry = encode_entry(
+            MessageEntry(id="e1", timestamp="t", message=UserMessage(content="x", timestamp=1))
+        )
+        holder = os.open(tmp_path / ".s.lock", os.O_RDWR)
+        fcntl.flock(holder, fcntl.LOCK_EX)  # as another process appending
+        started = time.monotonic()
+        assert not backend.try_append_entries("s", [entry], claim_token=None, now=0)
+        assert time.monotonic() - started < 0.5
+        os.close(holder)  # releases the lock
+        assert (await store.open("s")).entries == []
+        assert backend.try_append_entries("s", [entry], claim_token=None, now=0)
+        await session.reload()
+        assert [e.id for e in session.entries] == ["e1"]

@@ -14,6 +14,10 @@ short by a machine crash can leave a torn last line: loading leaves it out and s
 the operating system: it survives the process being killed; there is no ``fsync`` (a
 power loss can lose the latest batches, never tear an earlier one).
 
+An append that finds the session's lock free (a non-blocking ``flock``) is written on
+the calling thread (:meth:`JsonlBackend.try_append_entries`); every other operation runs
+in a worker thread.
+
 Claims are ``DIR/.<id>.claim`` (JSON ``{"holder", "token", "expiresAt"}``), read and
 written under the same lock. pi ignores both dot files.
 """
@@ -102,7 +106,8 @@ def _parse(path: Path, data: bytes) -> tuple[list[tuple[int, JsonObject]], int, 
 
 
 class _Held(Exception):
-    """Another process holds the lock (a lock taken without waiting)."""
+    """Someone else holds the lock (another process, or this store's worker thread): a
+    lock taken without waiting."""
 
 
 class JsonlBackend(SessionBackend):
@@ -128,8 +133,8 @@ class JsonlBackend(SessionBackend):
 
     @contextlib.contextmanager
     def _locked(self, name: str, *, wait: bool = True) -> Iterator[None]:
-        """Hold the session's lock file; with ``wait=False``, :class:`_Held` when another
-        process holds it."""
+        """Hold the session's lock file; with ``wait=False``, :class:`_Held` when someone
+        else holds it."""
         self._ensure_directory()
         path = self.directory / f".{_file_name(name)}.lock"
         try:
@@ -396,8 +401,9 @@ class JsonlBackend(SessionBackend):
     def try_append_entries(
         self, session_id: str, entries: list[JsonObject], *, claim_token: str | None, now: float
     ) -> bool:
-        """Append on the calling thread unless another process holds the session's lock
-        (a write to the page cache, as in the worker thread; no ``fsync`` either way)."""
+        """Append on the calling thread unless someone else holds the session's lock
+        (another process, or this store's worker thread): a write to the page cache, as
+        in the worker thread (no ``fsync`` either way)."""
         try:
             self._guarded(self._append_sync, session_id, entries, claim_token, now, False)
         except _Held:
